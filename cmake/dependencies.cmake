@@ -1,0 +1,14 @@
+# Every dependency comes from Debian packages plus the CUDA toolkit headers.
+find_package(CUDAToolkit REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(Threads REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+# cuda.h and friends only: nothing in vgpu links the driver.
+add_library(vgpu_cuda_headers INTERFACE)
+target_include_directories(vgpu_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})

@@ -1,0 +1,38 @@
+#include "common/process_info.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace vgpu {
+
+uint64_t ProcessStartTime(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The command name may contain spaces and parentheses: fields restart after the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  unsigned long long start = 0;
+  // Fields 3..22 after ")": state is field 3, starttime is field 22.
+  int field = 2;
+  for (const char* q = p + 1; *q != '\0'; ++q) {
+    if (*q == ' ') {
+      ++field;
+      if (field == 22) {
+        start = std::strtoull(q + 1, nullptr, 10);
+        break;
+      }
+    }
+  }
+  char state = p[2];
+  if (state == 'Z' || state == 'X') return 0;  // a zombie holds no GPU memory
+  return start;
+}
+
+}  // namespace vgpu

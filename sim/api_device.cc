@@ -1,0 +1,193 @@
+// Device enumeration and attributes.
+#include <cstdio>
+#include <cstring>
+#include <strings.h>
+
+#include "sim/api_common.h"
+#include "sim/sim_state.h"
+
+namespace vgpu::sim {
+namespace {
+
+bool ValidDevice(CUdevice d) { return d >= 0 && d < Node().device_count(); }
+
+// H100 SXM-like values; the rest of the attributes read as 0.
+int Attribute(const DeviceState& dev, CUdevice_attribute a) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return dev.sm_count;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return dev.cc_major;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return dev.cc_minor;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return dev.pci_bus;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 3;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 1;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+      return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: return 0;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: return CU_COMPUTEMODE_DEFAULT;
+    default: return 0;
+  }
+}
+
+}  // namespace
+}  // namespace vgpu::sim
+
+using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  SIM_ENTER("cuDeviceGetCount");
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *count = Node().device_count();
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  SIM_ENTER("cuDeviceGet");
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetName");
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(len), "%s", Node().device(dev).name);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetUuid_v2");
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::memcpy(uuid->bytes, Node().device(dev).uuid, 16);
+  return CUDA_SUCCESS;
+}
+
+// cuda.h maps cuDeviceGetUuid to _v2; the v1 symbol still exists for old binaries.
+#undef cuDeviceGetUuid
+extern "C" CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev);
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetUuid");
+  return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetLuid(char* luid, unsigned int* mask, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetLuid");
+  return CUDA_ERROR_NOT_SUPPORTED;  // Windows only
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  SIM_ENTER("cuDeviceTotalMem_v2");
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = Node().device(dev).total_bytes;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetAttribute");
+  if (pi == nullptr || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = Attribute(Node().device(dev), attrib);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  SIM_ENTER("cuDeviceComputeCapability");
+  if (major == nullptr || minor == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *major = Node().device(dev).cc_major;
+  *minor = Node().device(dev).cc_minor;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetPCIBusId");
+  if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02X:00.0", Node().device(dev).pci_bus);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  SIM_ENTER("cuDeviceGetByPCIBusId");
+  if (dev == nullptr || pciBusId == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Accepts "domain:bus:device.function" with 4 or 8 domain digits, any case.
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  if (std::sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (int d = 0; d < Node().device_count(); ++d) {
+    if (domain == 0 && device == 0 && function == 0 &&
+        bus == static_cast<unsigned>(Node().device(d).pci_bus)) {
+      *dev = d;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetProperties");
+  if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const DeviceState& d = Node().device(dev);
+  *prop = CUdevprop{};
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+  prop->sharedMemPerBlock = 49152;
+  prop->totalConstantMemory = 65536;
+  prop->SIMDWidth = 32;
+  prop->memPitch = 2147483647;
+  prop->regsPerBlock = 65536;
+  prop->clockRate = Attribute(d, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  prop->textureAlign = 512;
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,334 @@
+// Stream capture, explicit graph construction, instantiation and launch.
+// Nodes are kept in insertion order, which is a topological order (a node's
+// dependencies must exist before it), and a launch replays them in that order
+// on the launch stream.
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
+#include "sim/api_common.h"
+#include "sim/context.h"
+#include "sim/copy_engine.h"
+#include "sim/graph.h"
+#include "sim/module.h"
+
+using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
+
+namespace {
+
+std::mutex g_mu;
+auto* g_graphs = new std::unordered_set<Graph*>();
+auto* g_execs = new std::unordered_set<GraphExec*>();
+std::atomic<uint64_t> g_capture_ids{1};
+
+bool LiveGraph(Graph* g) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_graphs->count(g) != 0;
+}
+
+Graph* NewGraph() {
+  auto* g = new Graph();
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_graphs->insert(g);
+  return g;
+}
+
+CUresult BeginCapture(CUstream h, CUstreamCaptureMode mode, bool ptds) {
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
+  if (s->legacy()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s->capture_graph() != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  Graph* g = NewGraph();
+  g->capturing = s;
+  s->set_capture(g, mode, g_capture_ids.fetch_add(1));
+  return CUDA_SUCCESS;
+}
+
+CUresult EndCapture(CUstream h, CUgraph* out, bool ptds) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
+  Graph* g = s->capture_graph();
+  if (g == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  s->set_capture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
+  g->capturing = nullptr;
+  *out = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
+}
+
+CUresult IsCapturing(CUstream h, CUstreamCaptureStatus* status, bool ptds) {
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
+  *status = s->capture_graph() != nullptr ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                          : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult CaptureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                     const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* num,
+                     bool ptds) {
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
+  Graph* g = s->capture_graph();
+  *status = g != nullptr ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id != nullptr && g != nullptr) *id = s->capture_id();
+  if (graph != nullptr) *graph = reinterpret_cast<CUgraph>(g);
+  // The chain's tail is the single dependency of the next captured node.
+  static thread_local CUgraphNode tail;
+  size_t n = 0;
+  if (g != nullptr) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    if (!g->nodes.empty()) {
+      tail = reinterpret_cast<CUgraphNode>(g->nodes.back().get());
+      n = 1;
+    }
+  }
+  if (deps != nullptr) *deps = n != 0 ? &tail : nullptr;
+  if (edges != nullptr) *edges = nullptr;
+  if (num != nullptr) *num = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult Launch(CUgraphExec h, CUstream hs, bool ptds) {
+  auto* e = reinterpret_cast<GraphExec*>(h);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_execs->count(e) == 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(hs, ptds, &s); r != CUDA_SUCCESS) return r;
+  if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
+  for (const Op& op : e->ops) {
+    Op* slot = s->Begin();
+    CopyOp(op, slot);
+    slot->dep = {nullptr, 0};
+    slot->extra_deps.clear();
+    s->Commit();
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, const Op& op) {
+  auto* g = reinterpret_cast<Graph*>(hg);
+  if (out == nullptr || !LiveGraph(g) || (n > 0 && deps == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; ++i) {
+    auto* d = reinterpret_cast<GraphNode*>(deps[i]);
+    if (d == nullptr || d->owner != g) return CUDA_ERROR_INVALID_VALUE;
+  }
+  *out = reinterpret_cast<CUgraphNode>(
+      GraphAddNode(g, op, reinterpret_cast<GraphNode* const*>(deps), n));
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  SIM_ENTER("cuStreamBeginCapture_v2");
+  return BeginCapture(hStream, mode, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+  SIM_ENTER("cuStreamBeginCapture_v2_ptsz");
+  return BeginCapture(hStream, mode, true);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+  SIM_ENTER("cuStreamEndCapture");
+  return EndCapture(hStream, phGraph, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  SIM_ENTER("cuStreamEndCapture_ptsz");
+  return EndCapture(hStream, phGraph, true);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  SIM_ENTER("cuStreamIsCapturing");
+  return IsCapturing(hStream, captureStatus, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  SIM_ENTER("cuStreamIsCapturing_ptsz");
+  return IsCapturing(hStream, captureStatus, true);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
+  SIM_ENTER("cuStreamGetCaptureInfo_v2");
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr, numDependencies_out, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
+  SIM_ENTER("cuStreamGetCaptureInfo_v2_ptsz");
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr, numDependencies_out, true);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+  SIM_ENTER("cuStreamGetCaptureInfo_v3");
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+  SIM_ENTER("cuStreamGetCaptureInfo_v3_ptsz");
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out, true);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
+  SIM_ENTER("cuGraphCreate");
+  if (phGraph == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  *phGraph = reinterpret_cast<CUgraph>(NewGraph());
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
+  SIM_ENTER("cuGraphDestroy");
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_graphs->erase(g) == 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (g->capturing == nullptr) delete g;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* p) {
+  SIM_ENTER("cuGraphAddKernelNode_v2");
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Op op;
+  op.kind = OpKind::kKernel;
+  op.fn = p->func != nullptr ? p->func : reinterpret_cast<CUfunction>(p->kern);
+  op.dims = {{p->gridDimX, p->gridDimY, p->gridDimZ}, {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes};
+  if (CUresult r = CheckLaunchDims(op.fn, op.dims); r != CUDA_SUCCESS) return r;
+  if (CUresult r = PackKernelParams(op.fn, p->kernelParams, p->extra, &op.params); r != CUDA_SUCCESS) return r;
+  return AddNode(phGraphNode, hGraph, dependencies, numDependencies, op);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+  SIM_ENTER("cuGraphAddMemcpyNode");
+  if (copyParams == nullptr || copyParams->Depth > 1) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY2D c2{};
+  c2.srcXInBytes = copyParams->srcXInBytes;
+  c2.srcY = copyParams->srcY;
+  c2.srcMemoryType = copyParams->srcMemoryType;
+  c2.srcHost = copyParams->srcHost;
+  c2.srcDevice = copyParams->srcDevice;
+  c2.srcArray = copyParams->srcArray;
+  c2.srcPitch = copyParams->srcPitch;
+  c2.dstXInBytes = copyParams->dstXInBytes;
+  c2.dstY = copyParams->dstY;
+  c2.dstMemoryType = copyParams->dstMemoryType;
+  c2.dstHost = copyParams->dstHost;
+  c2.dstDevice = copyParams->dstDevice;
+  c2.dstArray = copyParams->dstArray;
+  c2.dstPitch = copyParams->dstPitch;
+  c2.WidthInBytes = copyParams->WidthInBytes;
+  c2.Height = copyParams->Height == 0 ? 1 : copyParams->Height;
+  // Resolve through a private capture so the node holds the same op a stream would.
+  CUstream s = nullptr;
+  if (CUresult r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS) return r;
+  Graph* tmp = NewGraph();
+  reinterpret_cast<Stream*>(s)->set_capture(tmp, CU_STREAM_CAPTURE_MODE_RELAXED, 0);
+  CUresult r = Copy2D(&c2, s, false, Sync::kAsync);
+  reinterpret_cast<Stream*>(s)->set_capture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
+  cuStreamDestroy_v2(s);
+  if (r == CUDA_SUCCESS && tmp->nodes.size() == 1) {
+    r = AddNode(phGraphNode, hGraph, dependencies, numDependencies, tmp->nodes[0]->op);
+  }
+  cuGraphDestroy(reinterpret_cast<CUgraph>(tmp));
+  return r;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
+  SIM_ENTER("cuGraphAddMemsetNode");
+  if (p == nullptr || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t rows = p->height == 0 ? 1 : p->height;
+  size_t width = p->width * p->elementSize;
+  Endpoint e;
+  size_t span = (rows - 1) * p->pitch + width;
+  if (CUresult r = ResolveEndpoint(CU_MEMORYTYPE_DEVICE, p->dst, span, &e); r != CUDA_SUCCESS) return r;
+  Op op;
+  op.kind = OpKind::kSet;
+  op.dst = e.p;
+  op.width = width;
+  op.height = rows;
+  op.dst_pitch = rows > 1 ? p->pitch : width;
+  op.value = p->value;
+  op.elem = static_cast<uint8_t>(p->elementSize);
+  return AddNode(phGraphNode, hGraph, dependencies, numDependencies, op);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS* p) {
+  SIM_ENTER("cuGraphAddHostNode");
+  if (p == nullptr || p->fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Op op;
+  op.kind = OpKind::kHostFn;
+  op.host_fn = p->fn;
+  op.user = p->userData;
+  return AddNode(phGraphNode, hGraph, dependencies, numDependencies, op);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies) {
+  SIM_ENTER("cuGraphAddEmptyNode");
+  return AddNode(phGraphNode, hGraph, dependencies, numDependencies, Op{});
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
+  SIM_ENTER("cuGraphGetNodes");
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  if (numNodes == nullptr || !LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g->mu);
+  if (nodes != nullptr) {
+    for (size_t i = 0; i < *numNodes && i < g->nodes.size(); ++i) {
+      nodes[i] = reinterpret_cast<CUgraphNode>(g->nodes[i].get());
+    }
+  }
+  *numNodes = g->nodes.size();
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  SIM_ENTER("cuGraphNodeGetType");
+  if (hNode == nullptr || type == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *type = reinterpret_cast<GraphNode*>(hNode)->type;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
+  SIM_ENTER("cuGraphInstantiateWithFlags");
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  if (phGraphExec == nullptr || !LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new GraphExec();
+  e->ctx = CurrentContextOrNull();
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    e->ops.resize(g->nodes.size());
+    for (size_t i = 0; i < g->nodes.size(); ++i) CopyOp(g->nodes[i]->op, &e->ops[i]);
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_execs->insert(e);
+  *phGraphExec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  SIM_ENTER("cuGraphExecDestroy");
+  auto* e = reinterpret_cast<GraphExec*>(hGraphExec);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_execs->erase(e) == 0) return CUDA_ERROR_INVALID_VALUE;
+  delete e;  // launches copied its ops into the stream ring
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  SIM_ENTER("cuGraphLaunch");
+  return Launch(hGraphExec, hStream, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  SIM_ENTER("cuGraphLaunch_ptsz");
+  return Launch(hGraphExec, hStream, true);
+}
+SIM_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  SIM_ENTER("cuGraphUpload");
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_execs->count(reinterpret_cast<GraphExec*>(hGraphExec)) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  SIM_ENTER("cuGraphUpload_ptsz");
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_execs->count(reinterpret_cast<GraphExec*>(hGraphExec)) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

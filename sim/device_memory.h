@@ -1,0 +1,47 @@
+// Device address space of the simulated GPU within one process.
+//
+// Device pointers live in a window reserved PROT_NONE in the host address
+// space, so a host dereference of a device pointer faults instead of silently
+// reading memory. Backing pages live in a shadow window at a fixed distance, so
+// translating a device address is one range check and an add. Physical memory
+// (cuMemAlloc or cuMemCreate) is a memfd mapped into the shadow window; pages
+// are allocated by the host kernel only when first touched.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vgpu::sim {
+
+enum class AllocKind : uint8_t {
+  kDevice,       // cuMemAlloc / pitch / async / pool / module globals
+  kVmmReserved,  // cuMemAddressReserve range (mapped piecewise)
+  kHostPinned,   // cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister (device ptr == host ptr)
+  kManaged,      // cuMemAllocManaged (host-accessible)
+};
+
+struct AllocInfo {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  AllocKind kind = AllocKind::kDevice;
+  int device = -1;
+  CUcontext ctx = nullptr;
+  void* host = nullptr;     // host address of base (host pinned / managed)
+  uint64_t buffer_id = 0;
+  CUmemoryPool pool = nullptr;
+};
+
+// Host address backing [dptr, dptr + bytes) if the whole range is accessible
+// (mapped device memory, pinned host or managed memory); nullptr otherwise.
+void* Translate(CUdeviceptr dptr, size_t bytes);
+
+// Linear device allocation on device `device` (capacity accounted on the node).
+CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
+CUresult FreeDeviceMemory(CUdeviceptr dptr);
+
+// The allocation containing dptr, if any.
+bool LookupAllocation(CUdeviceptr dptr, AllocInfo* out);
+
+}  // namespace vgpu::sim

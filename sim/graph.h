@@ -1,0 +1,40 @@
+// CUDA graphs: built by stream capture or explicitly, replayed by launching
+// copies of their operations in a topological order on one stream.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "sim/stream.h"
+
+namespace vgpu::sim {
+
+struct GraphNode {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  Op op;
+  std::vector<GraphNode*> deps;
+  struct Graph* owner = nullptr;
+};
+
+struct Graph {
+  std::mutex mu;
+  std::vector<std::unique_ptr<GraphNode>> nodes;  // insertion order is topological
+  Stream* capturing = nullptr;
+  bool capture_invalidated = false;
+};
+
+struct GraphExec {
+  std::vector<Op> ops;  // replayed in order
+  Context* ctx = nullptr;
+};
+
+// Called by Stream::Commit while the stream captures.
+void GraphAppendCaptured(Graph* g, const Op& op);
+// Adds a node holding a copy of op (its stream dependencies dropped).
+GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n);
+CUgraphNodeType NodeTypeOf(OpKind k);
+
+}  // namespace vgpu::sim

@@ -1,0 +1,320 @@
+#include "sim/node_region.h"
+
+#include "common/process_info.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace vgpu::sim {
+namespace {
+
+constexpr uint64_t kUtilSampleSpacingNs = 10'000'000;  // 10 ms
+
+uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+void InitEngineMutex(pthread_mutex_t* m) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(m, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
+// Stable identity: the same node name and index give the same UUID in every
+// process and every run, as a real board's UUID is fixed.
+void InitDevice(DeviceState* d, const DeviceSpec& spec, const std::string& node, int index) {
+  d->total_bytes = spec.total_bytes;
+  d->mem_bandwidth_bytes_per_s = spec.mem_bandwidth_bytes_per_s;
+  d->cc_major = spec.cc_major;
+  d->cc_minor = spec.cc_minor;
+  d->sm_count = spec.sm_count;
+  d->pci_bus = 0x18 + 0x10 * index;
+  uint64_t h1 = Fnv1a(node.data(), node.size());
+  h1 = Fnv1a(&index, sizeof index, h1);
+  uint64_t h2 = Fnv1a("vgpu-sim-uuid", 13, h1);
+  std::memcpy(d->uuid, &h1, 8);
+  std::memcpy(d->uuid + 8, &h2, 8);
+  d->uuid[6] = static_cast<uint8_t>((d->uuid[6] & 0x0f) | 0x40);  // RFC 4122 v4 layout
+  d->uuid[8] = static_cast<uint8_t>((d->uuid[8] & 0x3f) | 0x80);
+  std::snprintf(d->name, sizeof d->name, "vgpu-sim GPU (sm_%d%d, %llu GiB)", spec.cc_major,
+                spec.cc_minor, static_cast<unsigned long long>(spec.total_bytes >> 30));
+  d->used_bytes.store(0);
+  InitEngineMutex(&d->engine);
+}
+
+void InitHeader(NodeHeader* h, const SimConfig& config) {
+  h->magic = kNodeMagic;
+  h->version = kNodeVersion;
+  h->region_bytes = sizeof(NodeHeader);
+  h->device_count = static_cast<uint32_t>(config.devices.size());
+  std::snprintf(h->devices_spec, sizeof h->devices_spec, "%s", config.devices_spec.c_str());
+  h->created_ns = NowNs();
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    InitDevice(&h->devices[i], config.devices[i], config.node_name, static_cast<int>(i));
+  }
+  h->ready.store(1, std::memory_order_release);
+}
+
+std::string CheckHeader(const NodeHeader* h, const std::string& shm) {
+  if (h->magic != kNodeMagic || h->version != kNodeVersion || h->region_bytes != sizeof(NodeHeader)) {
+    return "simulated node region /dev/shm" + shm +
+           " has a foreign or older layout; stop its processes and remove it";
+  }
+  return "";
+}
+
+// Maps an existing region once its creator has sized and initialized it.
+NodeHeader* MapExisting(int fd, const std::string& shm, std::string* error) {
+  struct stat st{};
+  for (int i = 0; i < 500; ++i) {  // the creator ftruncates right after creating
+    if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(NodeHeader))) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (st.st_size != static_cast<off_t>(sizeof(NodeHeader))) {
+    *error = "simulated node region /dev/shm" + shm + " has the wrong size (" +
+             std::to_string(st.st_size) + " bytes); remove it";
+    return nullptr;
+  }
+  void* p = mmap(nullptr, sizeof(NodeHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *error = "cannot map simulated node region /dev/shm" + shm + ": " + strerror(errno);
+    return nullptr;
+  }
+  auto* h = static_cast<NodeHeader*>(p);
+  for (int i = 0; i < 500 && h->ready.load(std::memory_order_acquire) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string bad = h->ready.load() == 0 ? "simulated node region /dev/shm" + shm +
+                                               " was never initialized (its creator died); remove it"
+                                         : CheckHeader(h, shm);
+  if (!bad.empty()) {
+    *error = bad;
+    munmap(p, sizeof(NodeHeader));
+    return nullptr;
+  }
+  return h;
+}
+
+NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, std::string* error) {
+  std::string shm = NodeRegion::ShmName(config.node_name);
+  *created = false;
+  int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd >= 0) {
+    *created = true;
+    if (ftruncate(fd, sizeof(NodeHeader)) != 0) {
+      *error = "cannot size simulated node region: " + std::string(strerror(errno));
+      close(fd);
+      shm_unlink(shm.c_str());
+      return nullptr;
+    }
+    void* p = mmap(nullptr, sizeof(NodeHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+      *error = "cannot map simulated node region: " + std::string(strerror(errno));
+      return nullptr;
+    }
+    InitHeader(static_cast<NodeHeader*>(p), config);
+    return static_cast<NodeHeader*>(p);
+  }
+  if (errno != EEXIST) {
+    *error = "cannot create simulated node region /dev/shm" + shm + ": " + strerror(errno);
+    return nullptr;
+  }
+  fd = shm_open(shm.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    *error = "cannot open simulated node region /dev/shm" + shm + ": " + strerror(errno);
+    return nullptr;
+  }
+  NodeHeader* h = MapExisting(fd, shm, error);
+  close(fd);
+  return h;
+}
+
+bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
+  pid_t pid = getpid();
+  uint64_t start = ProcessStartTime(pid);
+  {
+    for (auto& slot : h->processes) {
+      int32_t expected = 0;
+      if (slot.pid.compare_exchange_strong(expected, -pid)) {  // claimed, not yet visible
+        slot.start_time.store(start);
+        for (auto& u : slot.used_bytes) u.store(0);
+        slot.context_mask.store(0);
+        slot.pid.store(pid, std::memory_order_release);
+        *out = &slot;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string NodeRegion::ShmName(const std::string& node_name) { return "/vgpu-sim-" + node_name; }
+
+NodeRegion* NodeRegion::Open(const SimConfig& config, std::string* error) {
+  bool created = false;
+  NodeHeader* h = OpenOrCreate(config, &created, error);
+  if (h == nullptr) return nullptr;
+  if (std::strncmp(h->devices_spec, config.devices_spec.c_str(), sizeof h->devices_spec) != 0) {
+    *error = "VGPU_SIM_DEVICES='" + config.devices_spec + "' differs from '" + h->devices_spec +
+             "' of the running simulated node '" + config.node_name + "'";
+    munmap(h, sizeof(NodeHeader));
+    return nullptr;
+  }
+  auto* region = new NodeRegion();
+  region->header_ = h;
+  if (!RegisterSelf(h, &region->self_)) {
+    region->ReapDead();
+    if (!RegisterSelf(h, &region->self_)) {
+      *error = "simulated node '" + config.node_name + "' has no free process slot (max " +
+               std::to_string(kMaxProcesses) + ")";
+      munmap(h, sizeof(NodeHeader));
+      delete region;
+      return nullptr;
+    }
+  }
+  return region;
+}
+
+NodeRegion* NodeRegion::Attach(const std::string& node_name, std::string* error) {
+  std::string shm = ShmName(node_name);
+  int fd = shm_open(shm.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    *error = "no simulated node '" + node_name + "' is running";
+    return nullptr;
+  }
+  NodeHeader* h = MapExisting(fd, shm, error);
+  close(fd);
+  if (h == nullptr) return nullptr;
+  auto* region = new NodeRegion();
+  region->header_ = h;
+  return region;
+}
+
+bool NodeRegion::Reserve(int d, uint64_t bytes) {
+  DeviceState& dev = device(d);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    uint64_t used = dev.used_bytes.load(std::memory_order_relaxed);
+    while (used <= dev.total_bytes && bytes <= dev.total_bytes - used) {
+      if (dev.used_bytes.compare_exchange_weak(used, used + bytes)) {
+        if (self_ != nullptr) self_->used_bytes[d].fetch_add(bytes);
+        return true;
+      }
+    }
+    if (attempt == 0 && ReapDead() == 0) break;
+  }
+  return false;
+}
+
+void NodeRegion::Unreserve(int d, uint64_t bytes) {
+  if (self_ != nullptr) self_->used_bytes[d].fetch_sub(bytes);
+  device(d).used_bytes.fetch_sub(bytes);
+}
+
+void NodeRegion::EngineAcquire(int d) {
+  DeviceState& dev = device(d);
+  int rc = pthread_mutex_lock(&dev.engine);
+  if (rc == EOWNERDEAD) {
+    // The previous holder died mid-kernel; its kernel is over.
+    dev.running_since_ns.store(0);
+    pthread_mutex_consistent(&dev.engine);
+  }
+  dev.running_since_ns.store(NowNs(), std::memory_order_relaxed);
+}
+
+void NodeRegion::EngineRelease(int d, uint64_t started_ns) {
+  DeviceState& dev = device(d);
+  uint64_t now = NowNs();
+  uint64_t busy = dev.busy_ns.fetch_add(now - started_ns) + (now - started_ns);
+  dev.running_since_ns.store(0, std::memory_order_relaxed);
+  dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
+  uint32_t last = dev.util_next.load() % kUtilSamples;
+  uint32_t prev = (last + kUtilSamples - 1) % kUtilSamples;
+  if (now - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {
+    dev.util[last].wall_ns.store(now, std::memory_order_relaxed);
+    dev.util[last].busy_ns.store(busy, std::memory_order_relaxed);
+    dev.util_next.fetch_add(1);
+  }
+  pthread_mutex_unlock(&dev.engine);
+}
+
+double NodeRegion::Utilization(int d, uint64_t window_ns) const {
+  const DeviceState& dev = device(d);
+  uint64_t now = NowNs();
+  uint64_t running = dev.running_since_ns.load();
+  uint64_t busy_now = dev.busy_ns.load() + (running != 0 && running < now ? now - running : 0);
+  // Newest sample at least window_ns old; else the oldest one we have.
+  uint64_t best_wall = 0, best_busy = 0, oldest_wall = UINT64_MAX, oldest_busy = 0;
+  for (const auto& s : dev.util) {
+    uint64_t w = s.wall_ns.load(std::memory_order_relaxed);
+    if (w == 0 || w > now) continue;
+    uint64_t b = s.busy_ns.load(std::memory_order_relaxed);
+    if (now - w >= window_ns && w > best_wall) best_wall = w, best_busy = b;
+    if (w < oldest_wall) oldest_wall = w, oldest_busy = b;
+  }
+  if (best_wall == 0) {
+    if (oldest_wall == UINT64_MAX) {
+      uint64_t since = header_->created_ns;
+      return now > since ? std::min(1.0, static_cast<double>(busy_now) / (now - since)) : 0.0;
+    }
+    best_wall = oldest_wall, best_busy = oldest_busy;
+  }
+  if (now <= best_wall || busy_now < best_busy) return 0.0;
+  return std::min(1.0, static_cast<double>(busy_now - best_busy) / (now - best_wall));
+}
+
+uint64_t NodeRegion::ReapDead() {
+  uint64_t freed = 0;
+  for (auto& slot : header_->processes) {
+    int32_t pid = slot.pid.load();
+    if (pid <= 0 || (self_ == &slot)) continue;
+    uint64_t start = ProcessStartTime(pid);
+    if (start != 0 && start == slot.start_time.load()) continue;  // alive
+    if (!slot.pid.compare_exchange_strong(pid, -pid)) continue;  // someone else reaps it
+    for (int d = 0; d < kMaxDevices && d < device_count(); ++d) {
+      uint64_t u = slot.used_bytes[d].exchange(0);
+      header_->devices[d].used_bytes.fetch_sub(u);
+      freed += u;
+    }
+    slot.context_mask.store(0);
+    slot.pid.store(0, std::memory_order_release);
+  }
+  return freed;
+}
+
+void NodeRegion::Unregister() {
+  if (self_ == nullptr) return;
+  for (int d = 0; d < device_count(); ++d) {
+    uint64_t u = self_->used_bytes[d].exchange(0);
+    header_->devices[d].used_bytes.fetch_sub(u);
+  }
+  self_->context_mask.store(0);
+  self_->pid.store(0, std::memory_order_release);
+  self_ = nullptr;
+}
+
+}  // namespace vgpu::sim

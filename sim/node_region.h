@@ -1,0 +1,109 @@
+// The simulated node: one POSIX shared-memory region per VGPU_SIM_NODE name,
+// shared by every process (libcuda and libnvidia-ml alike) of that node. It holds
+// device capacity and usage, per-process usage, and each device's execution
+// engine. Layout rules: fixed-size, no pointers, every field a process may race
+// on is atomic or under the robust engine mutex, so a process killed at any
+// instruction leaves a region others can keep using.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "sim/sim_config.h"
+
+namespace vgpu::sim {
+
+inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
+inline constexpr uint32_t kNodeVersion = 1;
+inline constexpr int kMaxDevices = 16;
+inline constexpr int kMaxProcesses = 256;
+inline constexpr int kUtilSamples = 64;
+
+struct UtilSample {
+  std::atomic<uint64_t> wall_ns;
+  std::atomic<uint64_t> busy_ns;
+};
+
+struct DeviceState {
+  uint64_t total_bytes;
+  uint64_t mem_bandwidth_bytes_per_s;
+  int32_t cc_major, cc_minor, sm_count, pci_bus;
+  uint8_t uuid[16];
+  char name[96];
+  std::atomic<uint64_t> used_bytes;
+  pthread_mutex_t engine;                     // robust, process-shared; held while a kernel runs
+  std::atomic<uint64_t> busy_ns;              // total engine busy time of finished kernels
+  std::atomic<uint64_t> running_since_ns;     // start of the kernel on the engine, 0 when idle
+  std::atomic<uint64_t> kernels_run;
+  std::atomic<uint32_t> util_next;            // ring of (wall, busy) samples for NVML utilization
+  UtilSample util[kUtilSamples];
+};
+
+struct ProcessSlot {
+  std::atomic<int32_t> pid;        // 0: free
+  std::atomic<uint64_t> start_time;  // /proc/<pid>/stat field 22, guards against pid reuse
+  std::atomic<uint64_t> used_bytes[kMaxDevices];
+  std::atomic<uint32_t> context_mask;  // bit d: the process has a context on device d
+};
+
+struct NodeHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t region_bytes;
+  std::atomic<uint32_t> ready;  // 0 while the creator initializes
+  uint32_t device_count;
+  char devices_spec[256];
+  uint64_t created_ns;
+  DeviceState devices[kMaxDevices];
+  ProcessSlot processes[kMaxProcesses];
+};
+
+// Monotonic clock in ns; the sim's device clock too.
+uint64_t NowNs();
+
+class NodeRegion {
+ public:
+  // Opens (creating if needed) the node region named in config. On a layout or
+  // configuration mismatch returns nullptr with a clear message in *error.
+  static NodeRegion* Open(const SimConfig& config, std::string* error);
+  // Opens an existing node read-mostly (NVML); nullptr if none exists yet.
+  static NodeRegion* Attach(const std::string& node_name, std::string* error);
+
+  NodeHeader* header() const { return header_; }
+  int device_count() const { return static_cast<int>(header_->device_count); }
+  DeviceState& device(int d) const { return header_->devices[d]; }
+
+  // This process's slot (registered by Open); nullptr for Attach.
+  ProcessSlot* self() const { return self_; }
+
+  // Capacity: reserve bytes on device d for this process, compare-and-swap on
+  // the device counter. On shortage reaps dead processes once and retries.
+  bool Reserve(int d, uint64_t bytes);
+  void Unreserve(int d, uint64_t bytes);
+
+  // Engine: held by a stream worker for the duration of one kernel.
+  void EngineAcquire(int d);
+  void EngineRelease(int d, uint64_t started_ns);
+
+  // Busy fraction of device d over roughly the last window_ns (0..1).
+  double Utilization(int d, uint64_t window_ns) const;
+
+  // Frees usage of processes that died without cleaning up. Returns bytes freed.
+  uint64_t ReapDead();
+
+  // Removes this process's slot (at exit) and its usage.
+  void Unregister();
+
+  // shm object name for a node name ("/vgpu-sim-<name>").
+  static std::string ShmName(const std::string& node_name);
+
+ private:
+  NodeHeader* header_ = nullptr;
+  ProcessSlot* self_ = nullptr;
+};
+
+}  // namespace vgpu::sim

@@ -1,0 +1,291 @@
+#include "sim/stream.h"
+
+#include <time.h>
+
+#include <cstring>
+#include <shared_mutex>
+#include <unordered_set>
+
+#include "sim/address_space.h"
+#include "sim/context.h"
+#include "sim/event.h"
+#include "sim/futex.h"
+#include "sim/graph.h"
+#include "sim/mem_pool.h"
+#include "sim/node_region.h"
+#include "sim/sim_state.h"
+
+namespace vgpu::sim {
+namespace {
+
+std::shared_mutex g_streams_mu;
+std::unordered_set<Stream*>* g_streams = new std::unordered_set<Stream*>();
+std::atomic<uint64_t> g_next_stream_id{1};
+
+inline void CpuRelax() { __builtin_ia32_pause(); }
+
+// Sleeps until the absolute monotonic time `deadline`; the tail is spun so
+// kernel durations are accurate to a few microseconds.
+void SleepUntil(uint64_t deadline) {
+  constexpr uint64_t kSpinNs = 60'000;
+  uint64_t now = NowNs();
+  if (deadline > now + kSpinNs) {
+    uint64_t wake = deadline - kSpinNs;
+    timespec ts{static_cast<time_t>(wake / 1'000'000'000ull),
+                static_cast<long>(wake % 1'000'000'000ull)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  }
+  while (NowNs() < deadline) CpuRelax();
+}
+
+void CopyRows(const Op& op) {
+  for (size_t r = 0; r < op.height; ++r) {
+    std::memmove(op.dst + r * op.dst_pitch, op.src + r * op.src_pitch, op.width);
+  }
+}
+
+void SetRows(const Op& op) {
+  for (size_t r = 0; r < op.height; ++r) {
+    uint8_t* row = op.dst + r * op.dst_pitch;
+    size_t n = op.width / op.elem;
+    if (op.elem == 1) {
+      std::memset(row, static_cast<int>(op.value & 0xff), n);
+    } else if (op.elem == 2) {
+      auto v = static_cast<uint16_t>(op.value);
+      for (size_t i = 0; i < n; ++i) std::memcpy(row + 2 * i, &v, 2);
+    } else {
+      for (size_t i = 0; i < n; ++i) std::memcpy(row + 4 * i, &op.value, 4);
+    }
+  }
+}
+
+}  // namespace
+
+void CopyOp(const Op& from, Op* to) {
+  to->kind = from.kind;
+  to->dep = from.dep;
+  to->extra_deps = from.extra_deps;
+  to->fn = from.fn;
+  to->dims = from.dims;
+  std::memcpy(to->params.Resize(from.params.size()), from.params.data(), from.params.size());
+  to->dst = from.dst;
+  to->src = from.src;
+  to->width = from.width;
+  to->height = from.height;
+  to->dst_pitch = from.dst_pitch;
+  to->src_pitch = from.src_pitch;
+  to->value = from.value;
+  to->elem = from.elem;
+  to->host_fn = from.host_fn;
+  to->callback = from.callback;
+  to->user = from.user;
+  to->event = from.event;
+  to->event_gen = from.event_gen;
+  to->free_ptr = from.free_ptr;
+}
+
+Stream::Stream(Context* ctx, unsigned flags, int priority, bool per_thread)
+    : ctx_(ctx),
+      flags_(flags),
+      priority_(priority),
+      per_thread_(per_thread),
+      id_(g_next_stream_id.fetch_add(1)),
+      ring_(kRingSize) {
+  worker_ = std::thread([this] { Run(); });
+  worker_.detach();
+}
+
+Op* Stream::Begin() {
+  producer_mu_.lock();
+  if (capture_graph() != nullptr) {
+    scratch_.kind = OpKind::kNop;
+    scratch_.dep = {nullptr, 0};
+    scratch_.extra_deps.clear();
+    return &scratch_;
+  }
+  uint64_t n = submitted_.load(std::memory_order_relaxed);
+  if (n - completed_.load(std::memory_order_acquire) >= kRingSize) WaitFor(n - kRingSize + 1);
+  Op* op = &ring_[n % kRingSize];
+  op->kind = OpKind::kNop;
+  op->dep = {nullptr, 0};
+  op->extra_deps.clear();
+  return op;
+}
+
+void Stream::AddImplicitDeps(Op* op) {
+  if (!blocking()) return;
+  if (!legacy_) {
+    Stream* l = ctx_->legacy;
+    uint64_t s = l->submitted();
+    if (l == this || l->completed() >= s) return;
+    if (op->dep.stream == nullptr) {
+      op->dep = {l, s};
+    } else {
+      op->extra_deps.push_back({l, s});
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(ctx_->mu);
+  for (Stream* s : ctx_->streams) {
+    if (s == this || !s->blocking()) continue;
+    uint64_t seq = s->submitted();
+    if (s->completed() < seq) op->extra_deps.push_back({s, seq});
+  }
+}
+
+uint64_t Stream::Commit() {
+  Graph* g = capture_graph();
+  if (g != nullptr) {
+    GraphAppendCaptured(g, scratch_);
+    producer_mu_.unlock();
+    return 0;
+  }
+  uint64_t n = submitted_.load(std::memory_order_relaxed);
+  AddImplicitDeps(&ring_[n % kRingSize]);
+  submitted_.store(n + 1, std::memory_order_seq_cst);
+  producer_mu_.unlock();
+  if (worker_sleeping_.load(std::memory_order_seq_cst)) {
+    work_signal_.fetch_add(1, std::memory_order_seq_cst);
+    FutexWakeAll(&work_signal_);
+  }
+  return n + 1;
+}
+
+void Stream::WaitFor(uint64_t seq) {
+  if (completed() >= seq) return;
+  for (int i = 0; i < 200 && completed() < seq; ++i) CpuRelax();
+  while (completed() < seq) {
+    uint32_t signal = done_signal_.load(std::memory_order_seq_cst);
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    if (completed_.load(std::memory_order_seq_cst) < seq) FutexWait(&done_signal_, signal);
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+CUresult Stream::Synchronize() {
+  WaitFor(submitted());
+  return StickyError(ctx_);
+}
+
+void Stream::Retire() {
+  retired_.store(true, std::memory_order_seq_cst);
+  work_signal_.fetch_add(1, std::memory_order_seq_cst);
+  FutexWakeAll(&work_signal_);
+}
+
+void Stream::set_capture(Graph* g, CUstreamCaptureMode mode, uint64_t id) {
+  capture_mode_ = mode;
+  capture_id_ = id;
+  capture_graph_.store(g, std::memory_order_release);
+}
+
+void Stream::WaitDep(const StreamDep& d) {
+  if (d.stream != nullptr && d.stream != this) d.stream->WaitFor(d.seq);
+}
+
+void Stream::Run() {
+  for (;;) {
+    uint64_t done = completed_.load(std::memory_order_relaxed);
+    uint64_t n = submitted_.load(std::memory_order_acquire);
+    for (int spin = 0; n == done && spin < 2000; ++spin) {
+      CpuRelax();
+      n = submitted_.load(std::memory_order_acquire);
+    }
+    if (n == done) {
+      if (retired_.load()) break;
+      uint32_t signal = work_signal_.load(std::memory_order_seq_cst);
+      worker_sleeping_.store(true, std::memory_order_seq_cst);
+      if (submitted_.load(std::memory_order_seq_cst) == done && !retired_.load()) {
+        FutexWait(&work_signal_, signal);
+      }
+      worker_sleeping_.store(false, std::memory_order_relaxed);
+      continue;
+    }
+    Op& op = ring_[done % kRingSize];
+    WaitDep(op.dep);
+    for (const auto& d : op.extra_deps) WaitDep(d);
+    Execute(op);
+    completed_.store(done + 1, std::memory_order_seq_cst);
+    if (waiters_.load(std::memory_order_seq_cst) > 0) {
+      done_signal_.fetch_add(1, std::memory_order_seq_cst);
+      FutexWakeAll(&done_signal_);
+    }
+  }
+  ring_.clear();
+  ring_.shrink_to_fit();
+}
+
+void Stream::ExecuteKernel(Op& op) {
+  if (StickyError(ctx_) != CUDA_SUCCESS) return;  // a faulted context runs nothing more
+  NodeRegion& node = Node();
+  node.EngineAcquire(ctx_->device);
+  uint64_t start = NowNs();
+  uint64_t device_ns = 0;
+  CUresult r = vgpu::sim::ExecuteKernel(op.fn, reinterpret_cast<CUcontext>(ctx_), op.dims,
+                                        op.params, &device_ns);
+  if (device_ns > 0) SleepUntil(start + device_ns);
+  node.EngineRelease(ctx_->device, start);
+  if (r != CUDA_SUCCESS) {
+    int ok = CUDA_SUCCESS;
+    ctx_->sticky_error.compare_exchange_strong(ok, r);
+  }
+}
+
+void Stream::Execute(Op& op) {
+  switch (op.kind) {
+    case OpKind::kNop:
+      break;
+    case OpKind::kKernel:
+      ExecuteKernel(op);
+      break;
+    case OpKind::kCopy:
+      CopyRows(op);
+      break;
+    case OpKind::kSet:
+      SetRows(op);
+      break;
+    case OpKind::kHostFn:
+      op.host_fn(op.user);
+      break;
+    case OpKind::kCallback:
+      op.callback(reinterpret_cast<CUstream>(this), StickyError(ctx_), op.user);
+      break;
+    case OpKind::kEventRecord:
+      EventReached(op.event, op.event_gen);
+      break;
+    case OpKind::kFreeAsync:
+      ReleaseStreamOrdered(op.free_ptr);
+      break;
+  }
+}
+
+void RegisterStream(Stream* s) {
+  std::unique_lock lock(g_streams_mu);
+  g_streams->insert(s);
+}
+
+void UnregisterStream(Stream* s) {
+  std::unique_lock lock(g_streams_mu);
+  g_streams->erase(s);
+}
+
+bool IsLiveStream(Stream* s) {
+  std::shared_lock lock(g_streams_mu);
+  return g_streams->count(s) != 0;
+}
+
+CUresult ResolveStream(CUstream h, bool per_thread_default, Stream** out) {
+  if (h == nullptr) h = per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  if (h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+    Context* ctx = CurrentContextOrNull();
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = h == CU_STREAM_LEGACY ? ctx->legacy : PerThreadStream(ctx);
+    return CUDA_SUCCESS;
+  }
+  auto* s = reinterpret_cast<Stream*>(h);
+  if (!IsLiveStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace vgpu::sim
