@@ -166,6 +166,13 @@ SIM_EXPORT CUresult CUDAAPI cuCtxSynchronize() {
   return SynchronizeContext(c);
 }
 
+SIM_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  SIM_ENTER("cuCtxSynchronize_v2");
+  Context* c = ctx == nullptr ? CurrentContextOrNull() : AsContext(ctx);
+  if (c == nullptr || !IsValidContext(AsHandle(c))) return CUDA_ERROR_INVALID_CONTEXT;
+  return SynchronizeContext(c);
+}
+
 SIM_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
   SIM_ENTER("cuCtxGetApiVersion");
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;

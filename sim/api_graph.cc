@@ -53,6 +53,15 @@ CUresult EndCapture(CUstream h, CUgraph* out, bool ptds) {
   if (g == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
   s->set_capture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
   g->capturing = nullptr;
+  if (g->capture_invalidated) {
+    *out = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_graphs->erase(g);
+    }
+    delete g;
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   *out = reinterpret_cast<CUgraph>(g);
   return CUDA_SUCCESS;
 }

@@ -78,6 +78,11 @@ CUresult InitOnce(unsigned int flags) {
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g_init_attempted) return g_init_result;
   g_init_attempted = true;
+  LoadFaultsOnce();
+  if (!g_fault_error.empty()) {
+    SimLog("cuInit: %s", g_fault_error.c_str());
+    return g_init_result = CUDA_ERROR_INVALID_VALUE;
+  }
   auto* state = new SimState();
   std::string error;
   if (!LoadSimConfig(&state->config, &error)) {

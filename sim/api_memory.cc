@@ -20,7 +20,7 @@ CUresult RequireContext(Context** out) {
 }
 
 // Host memory the device can address at the same pointer (UVA).
-CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, void** out) {
+CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, unsigned flags, void** out) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   size_t size = RoundUp(bytes, kPageSize);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -32,6 +32,7 @@ CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, void** out) 
   info.device = device;
   info.ctx = AsHandle(CurrentContextOrNull());
   info.host = p;
+  info.flags = flags;
   AddressSpace::Get().AddAllocation(info);
   AddressSpace::Get().AddMapping(info.base, size, p, device, true);
   *out = p;
@@ -163,7 +164,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize
   Context* ctx = nullptr;
   if (CUresult r = RequireContext(&ctx); r != CUDA_SUCCESS) return r;
   void* p = nullptr;
-  CUresult r = AllocHostVisible(bytesize, AllocKind::kManaged, ctx->device, &p);
+  CUresult r = AllocHostVisible(bytesize, AllocKind::kManaged, ctx->device, 0, &p);
   if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
   return r;
 }
@@ -173,7 +174,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned 
   if (pp == nullptr || (Flags & ~0xfu) != 0) return CUDA_ERROR_INVALID_VALUE;
   Context* ctx = nullptr;
   if (CUresult r = RequireContext(&ctx); r != CUDA_SUCCESS) return r;
-  return AllocHostVisible(bytesize, AllocKind::kHostPinned, ctx->device, pp);
+  return AllocHostVisible(bytesize, AllocKind::kHostPinned, ctx->device, Flags, pp);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) {
@@ -203,6 +204,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsig
   info.device = ctx->device;
   info.ctx = AsHandle(ctx);
   info.host = p;
+  info.flags = Flags;
   as.AddAllocation(info);
   as.AddMapping(base, bytesize, p, ctx->device, true);
   return CUDA_SUCCESS;
@@ -242,7 +244,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
       info.kind != AllocKind::kHostPinned) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  *pFlags = CU_MEMHOSTALLOC_DEVICEMAP;
+  *pFlags = info.flags | CU_MEMHOSTALLOC_DEVICEMAP;  // every allocation is mapped under UVA
   return CUDA_SUCCESS;
 }
 
@@ -320,4 +322,14 @@ SIM_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUm
     return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;  // advice is a hint; host-backed managed memory needs none
+}
+
+// The CUDA 2.0 ABI with 32-bit device pointers. Every simulated device address
+// lies above 4 GiB (as on real 64-bit systems), so it can never be honoured.
+// (CUdeviceptr_v1 is unsigned int; cuda.h declares it only for the driver.)
+#undef cuMemAlloc
+extern "C" CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytesize);
+SIM_EXPORT CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytesize) {
+  SIM_ENTER("cuMemAlloc");
+  return dptr == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
 }

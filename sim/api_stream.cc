@@ -4,6 +4,7 @@
 #include "sim/api_common.h"
 #include "sim/context.h"
 #include "sim/event.h"
+#include "sim/graph.h"
 #include "sim/stream.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -33,7 +34,10 @@ CUresult CreateStream(CUstream* ph, unsigned flags, int priority) {
 CUresult Query(CUstream h, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
-  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (Graph* g = s->capture_graph(); g != nullptr) {
+    g->capture_invalidated = true;  // an illegal call during capture ends it
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
   return s->Idle() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -41,7 +45,10 @@ CUresult Query(CUstream h, bool ptds) {
 CUresult Sync(CUstream h, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
-  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (Graph* g = s->capture_graph(); g != nullptr) {
+    g->capture_invalidated = true;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   return s->Synchronize();
 }
 
@@ -156,13 +163,11 @@ SIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
       !IsLiveStream(s) || s->legacy() || s->per_thread()) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  {
-    std::lock_guard<std::mutex> lock(s->ctx()->mu);
-    auto& v = s->ctx()->streams;
-    v.erase(std::remove(v.begin(), v.end(), s), v.end());
-  }
   UnregisterStream(s);
-  s->Retire();  // queued work still completes, as the driver documents
+  // Queued work still completes, as the driver documents; the worker leaves
+  // the context's stream list when it has drained, so cuCtxSynchronize and
+  // cuMemFree still wait for that work.
+  s->Retire();
   return CUDA_SUCCESS;
 }
 

@@ -80,7 +80,7 @@ CUresult QueueCopy(CUstream h, bool ptds, Sync sync, const Endpoint& dst, size_t
 }
 
 CUresult QueueSet(CUstream h, bool ptds, Sync sync, CUdeviceptr dst, size_t pitch, uint32_t value,
-                  uint8_t elem, size_t width_elems, size_t height) {
+                  uint8_t elem, size_t width_elems, size_t height, bool is_async_api) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
   if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
@@ -93,6 +93,13 @@ CUresult QueueSet(CUstream h, bool ptds, Sync sync, CUdeviceptr dst, size_t pitc
   size_t span = (height - 1) * pitch + width;
   if (CUresult r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, dst, span, &e); r != CUDA_SUCCESS) return r;
   if (e.pageable) return CUDA_ERROR_INVALID_VALUE;
+  // The non-async memsets are asynchronous only for device memory; a host
+  // -visible destination (pinned, managed) is set when the call returns.
+  AllocInfo target;
+  if (sync == Sync::kAsync && !is_async_api && LookupAllocation(dst, &target) &&
+      (target.kind == AllocKind::kHostPinned || target.kind == AllocKind::kManaged)) {
+    sync = Sync::kHost;
+  }
   Op* op = s->Begin();
   op->kind = OpKind::kSet;
   op->dst = e.p;

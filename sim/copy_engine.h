@@ -32,8 +32,9 @@ CUresult ResolveEndpoint(CUmemorytype kind, CUdeviceptr ptr, size_t bytes, Endpo
 // Queues a row copy (height rows of width bytes) and, for kHost, waits for it.
 CUresult QueueCopy(CUstream h, bool ptds, Sync sync, const Endpoint& dst, size_t dst_pitch,
                    const Endpoint& src, size_t src_pitch, size_t width, size_t height);
+// `is_async_api`: called from a cuMemset*Async entry point (never made synchronous).
 CUresult QueueSet(CUstream h, bool ptds, Sync sync, CUdeviceptr dst, size_t pitch, uint32_t value,
-                  uint8_t elem, size_t width_elems, size_t height);
+                  uint8_t elem, size_t width_elems, size_t height, bool is_async_api);
 CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream h, bool ptds, Sync sync);
 CUresult Copy3D(const CUDA_MEMCPY3D* c, CUstream h, bool ptds, Sync sync);
 

@@ -254,8 +254,7 @@ class CubinParser {
       } else if (r.attr == kAttrParamCbank && p && r.value >= 8 && total == 0) {
         total = Load<uint16_t>(p + 6);
       } else if ((r.attr == kAttrMaxThreads || r.attr == kAttrReqNtid) && p && r.value >= 12) {
-        k->launch_bound_threads =
-            Load<uint32_t>(p) * Load<uint32_t>(p + 4) * Load<uint32_t>(p + 8);
+        k->launch_bound_threads = Load<uint32_t>(p) * Load<uint32_t>(p + 4) * Load<uint32_t>(p + 8);
       } else if (r.attr == kAttrClusterDims && p && r.value >= 12) {
         for (int d = 0; d < 3; ++d) k->required_cluster[d] = Load<uint32_t>(p + 4 * d);
       }

@@ -31,6 +31,7 @@ struct AllocInfo {
   void* host = nullptr;     // host address of base (host pinned / managed)
   uint64_t buffer_id = 0;
   CUmemoryPool pool = nullptr;
+  unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
 };
 
 // Host address backing [dptr, dptr + bytes) if the whole range is accessible

@@ -50,14 +50,25 @@ constexpr uint64_t kMaxDecompressedBytes = 1ull << 31;
 
 }  // namespace
 
+bool StartsWithMagic(const void* data, uint32_t magic) {
+  // Byte by byte: never reads past the end of a shorter NUL-terminated string
+  // (no magic number contains a zero byte).
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (int i = 0; i < 4; ++i) {
+    if (p[i] != ((magic >> (8 * i)) & 0xff)) return false;
+  }
+  return true;
+}
+
 const void* UnwrapFatbin(const void* data) {
+  if (!StartsWithMagic(data, kFatbinWrapperMagic)) return nullptr;
   FatbinWrapper w;
   memcpy(&w, data, sizeof w);
-  if (static_cast<uint32_t>(w.magic) != kFatbinWrapperMagic || w.data == nullptr) return nullptr;
   return w.data;
 }
 
 size_t FatbinExtent(const void* data) {
+  if (!StartsWithMagic(data, kFatbinMagic)) return 0;
   FatbinHeader h;
   memcpy(&h, data, sizeof h);
   if (h.magic != kFatbinMagic || h.header_size < sizeof h || h.payload_size >= kMaxFatbinBytes) {

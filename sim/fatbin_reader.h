@@ -28,6 +28,10 @@ struct FatbinEntry {
   uint64_t decompressed_size = 0;
 };
 
+// Whether `data` starts with the 4-byte little-endian `magic`; reads no more
+// than a NUL-terminated string's bytes.
+bool StartsWithMagic(const void* data, uint32_t magic);
+
 // The fatbin a __fatBinC_Wrapper_t points at, or nullptr if `data` does not
 // start with the wrapper's magic.
 const void* UnwrapFatbin(const void* data);

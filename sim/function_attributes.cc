@@ -32,8 +32,8 @@ uint32_t MaxDynamicShared(KernelHandle* h) {
 void RequiredClusterDims(KernelHandle* h, uint32_t out[3]) {
   const KernelInfo& k = h->kernel->info;
   for (int d = 0; d < 3; ++d) {
-    out[d] = HasCompileTimeCluster(k) ? k.required_cluster[d]
-                                      : h->attributes().cluster_dims[d].load();
+    out[d] =
+        HasCompileTimeCluster(k) ? k.required_cluster[d] : h->attributes().cluster_dims[d].load();
   }
 }
 
@@ -98,7 +98,8 @@ CUresult SetFunctionAttribute(KernelHandle* h, CUfunction_attribute attrib, int 
   const KernelInfo& k = h->kernel->info;
   switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-      if (value < 0 || static_cast<uint64_t>(value) + k.static_shared_bytes > kSharedPerBlockOptin) {
+      if (value < 0 ||
+          static_cast<uint64_t>(value) + k.static_shared_bytes > kSharedPerBlockOptin) {
         return CUDA_ERROR_INVALID_VALUE;
       }
       a.max_dynamic_shared.store(value);

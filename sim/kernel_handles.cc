@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -39,8 +40,8 @@ HandleTable& HandleTable::Get() {
 
 HandleTable::HandleTable() {
   const size_t bytes = kMaxHandles * sizeof(KernelHandle);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     std::fprintf(stderr, "vgpu-sim: cannot reserve the kernel handle table\n");
     std::abort();
@@ -75,7 +76,16 @@ KernelHandle* HandleTable::Allocate() {
 
 void HandleTable::Retire(KernelHandle* h) {
   h->live.store(0, std::memory_order_seq_cst);
-  while (h->users.load(std::memory_order_seq_cst) != 0) sched_yield();
+  // Users are launches in flight (microseconds) or a kernel running on a
+  // stream worker (possibly long): yield first, then sleep between checks.
+  for (int spins = 0; h->users.load(std::memory_order_seq_cst) != 0; ++spins) {
+    if (spins < 100) {
+      sched_yield();
+    } else {
+      timespec ts{0, 100'000};
+      nanosleep(&ts, nullptr);
+    }
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   g_free->push_back(h);
 }

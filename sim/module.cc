@@ -80,7 +80,8 @@ uint64_t TransferNs(uint64_t bytes, int device) {
   }
   const uint64_t bw = s->config.devices[device].mem_bandwidth_bytes_per_s;
   if (bw == 0) return 0;
-  const unsigned __int128 ns = (static_cast<unsigned __int128>(bytes) * 1'000'000'000u + bw - 1) / bw;
+  const unsigned __int128 ns =
+      (static_cast<unsigned __int128>(bytes) * 1'000'000'000u + bw - 1) / bw;
   return static_cast<uint64_t>(ns);
 }
 
@@ -103,6 +104,10 @@ CUresult PackKernelParams(CUfunction f, void** kernel_params, void** extra, Para
   const ProgramKernel& k = *h->kernel;
   const KernelInfo& info = k.info;
   if (kernel_params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (k.fn == nullptr) {
+    ReportMissingImplementation(k);
+    return CUDA_ERROR_NOT_FOUND;
+  }
   uint8_t* dst = out->Resize(info.param_bytes);
   if (!info.param_sizes.empty()) {
     memset(dst, 0, info.param_bytes);  // padding between arguments is deterministic
@@ -116,10 +121,6 @@ CUresult PackKernelParams(CUfunction f, void** kernel_params, void** extra, Para
     } else {
       return CUDA_ERROR_INVALID_VALUE;
     }
-  }
-  if (k.fn == nullptr) {
-    ReportMissingImplementation(k);
-    return CUDA_ERROR_NOT_FOUND;
   }
   if (h->kind == HandleKind::kKernel) return PreloadInCurrentContext(h.get());
   return CUDA_SUCCESS;

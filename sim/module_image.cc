@@ -12,6 +12,8 @@
 namespace vgpu::sim {
 namespace {
 
+constexpr uint32_t kElfMagic = 0x464c457f;  // "\x7f" "ELF"
+
 std::string CcText(const ImageTarget& t) {
   return std::to_string(t.cc_major) + "." + std::to_string(t.cc_minor);
 }
@@ -21,8 +23,8 @@ bool IsBuiltinName(const void* data, size_t size) {
          memcmp(data, kBuiltinModuleName, sizeof kBuiltinModuleName) == 0;
 }
 
-CUresult ParseCubinFor(const void* data, size_t size, const ImageTarget& target,
-                       ModuleImage* out, std::string* error) {
+CUresult ParseCubinFor(const void* data, size_t size, const ImageTarget& target, ModuleImage* out,
+                       std::string* error) {
   if (CUresult r = ReadCubin(data, size, out, error); r != CUDA_SUCCESS) return r;
   if (!SassRunsOn(out->arch, target)) {
     *error = "cubin built for sm_" + std::to_string(out->arch) +
@@ -64,8 +66,8 @@ const FatbinEntry* SelectFatbinEntry(const std::vector<FatbinEntry>& entries,
   return best_sass ? best_sass : best_ptx;
 }
 
-CUresult ParseFatbinFor(const void* data, size_t size, const ImageTarget& target,
-                        ModuleImage* out, std::string* error) {
+CUresult ParseFatbinFor(const void* data, size_t size, const ImageTarget& target, ModuleImage* out,
+                        std::string* error) {
   std::vector<FatbinEntry> entries;
   if (!ListFatbinEntries(data, size, &entries, error)) return CUDA_ERROR_INVALID_IMAGE;
   const FatbinEntry* e = SelectFatbinEntry(entries, target);
@@ -76,8 +78,8 @@ CUresult ParseFatbinFor(const void* data, size_t size, const ImageTarget& target
                std::string(x.kind == static_cast<uint16_t>(FatbinKind::kPtx) ? "compute_" : "sm_") +
                std::to_string(x.arch);
     }
-    *error = "fatbin has no code for compute capability " + CcText(target) + " (it holds: " +
-             (archs.empty() ? "nothing" : archs) + ")";
+    *error = "fatbin has no code for compute capability " + CcText(target) +
+             " (it holds: " + (archs.empty() ? "nothing" : archs) + ")";
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   std::vector<uint8_t> payload;
@@ -109,11 +111,9 @@ void LayOutParams(const std::vector<uint32_t>& aligns, KernelInfo* kernel) {
 
 size_t ImageExtent(const void* data) {
   if (data == nullptr) return 0;
-  uint32_t magic;
-  memcpy(&magic, data, sizeof magic);
-  if (magic == kFatbinWrapperMagic) return 24;  // sizeof(__fatBinC_Wrapper_t)
-  if (magic == kFatbinMagic) return FatbinExtent(data);
-  if (memcmp(data, ELFMAG, SELFMAG) == 0) return CubinExtent(data);
+  if (StartsWithMagic(data, kFatbinWrapperMagic)) return 24;  // sizeof(__fatBinC_Wrapper_t)
+  if (StartsWithMagic(data, kFatbinMagic)) return FatbinExtent(data);
+  if (StartsWithMagic(data, kElfMagic)) return CubinExtent(data);
   const char* text = static_cast<const char*>(data);
   const size_t len = strlen(text) + 1;
   return LooksLikePtx(text, len) || IsBuiltinName(text, len) ? len : 0;

@@ -26,8 +26,8 @@ struct KernelInfo {
   uint32_t param_bytes = 0;  // size of the packed parameter buffer
   int num_regs = 0;
   uint32_t static_shared_bytes = 0;
-  uint32_t local_bytes = 0;           // per-thread stack frame
-  uint32_t launch_bound_threads = 0;  // __launch_bounds__ / .maxntid; 0: none
+  uint32_t local_bytes = 0;                  // per-thread stack frame
+  uint32_t launch_bound_threads = 0;         // __launch_bounds__ / .maxntid; 0: none
   uint32_t required_cluster[3] = {0, 0, 0};  // __cluster_dims__; 0: none
 };
 

@@ -45,8 +45,8 @@ const KernelLibraries& KernelLibs() {
   static const KernelLibraries* libs = [] {
     std::vector<std::string> errors;
     const SimState* s = State();
-    auto* l = new KernelLibraries(s ? s->config.kernel_libraries : std::vector<std::string>{},
-                                  &errors);
+    auto* l =
+        new KernelLibraries(s ? s->config.kernel_libraries : std::vector<std::string>{}, &errors);
     for (const std::string& e : errors) SimLog("%s", e.c_str());
     return l;
   }();
@@ -59,9 +59,8 @@ uint32_t MaxThreads(const KernelInfo& k) {
   uint32_t t = kMaxThreadsPerBlock;
   if (k.launch_bound_threads) t = std::min(t, k.launch_bound_threads);
   if (k.num_regs > 0) {
-    const uint32_t per_warp =
-        (static_cast<uint32_t>(k.num_regs) * 32 + kRegisterAllocUnit - 1) / kRegisterAllocUnit *
-        kRegisterAllocUnit;
+    const uint32_t per_warp = (static_cast<uint32_t>(k.num_regs) * 32 + kRegisterAllocUnit - 1) /
+                              kRegisterAllocUnit * kRegisterAllocUnit;
     t = std::min(t, kRegistersPerBlock / per_warp * 32);
   }
   return t;
@@ -188,8 +187,7 @@ std::shared_ptr<Library> FindLibrary(CUlibrary lib) {
 
 // The library's program for a device of `target` (re-read from the library's
 // copy of the image when the device differs from the one it was loaded for).
-CUresult ProgramFor(Library* lib, const ImageTarget& target,
-                    std::shared_ptr<const Program>* out) {
+CUresult ProgramFor(Library* lib, const ImageTarget& target, std::shared_ptr<const Program>* out) {
   if (target.cc_major == lib->target.cc_major && target.cc_minor == lib->target.cc_minor) {
     *out = lib->program;
     return CUDA_SUCCESS;
@@ -309,7 +307,8 @@ CUresult ModuleFunctions(CUmodule mod, std::vector<CUfunction>* out) {
 CUresult LoadLibrary(const void* image, size_t size, const ImageTarget& target, CUlibrary* out,
                      std::string* error) {
   // Keep the fatbin itself, not a wrapper pointing at the caller's memory.
-  if (const void* fatbin = UnwrapFatbin(image)) {
+  const void* fatbin = size == 0 || size >= 24 ? UnwrapFatbin(image) : nullptr;
+  if (fatbin != nullptr) {
     image = fatbin;
     size = FatbinExtent(fatbin);
   } else if (size == 0) {

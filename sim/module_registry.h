@@ -26,11 +26,11 @@ namespace vgpu::sim {
 
 struct ProgramKernel {
   KernelInfo info;
-  const char* name = "";  // interned: valid for the life of the process
-  vgpu_sim_kernel_fn fn = nullptr;  // nullptr: no host implementation
+  const char* name = "";                  // interned: valid for the life of the process
+  vgpu_sim_kernel_fn fn = nullptr;        // nullptr: no host implementation
   uint32_t max_threads_per_block = 1024;  // launch bounds and registers applied
-  int binary_version = 0;  // CU_FUNC_ATTRIBUTE_BINARY_VERSION
-  int ptx_version = 0;     // CU_FUNC_ATTRIBUTE_PTX_VERSION
+  int binary_version = 0;                 // CU_FUNC_ATTRIBUTE_BINARY_VERSION
+  int ptx_version = 0;                    // CU_FUNC_ATTRIBUTE_PTX_VERSION
 };
 
 struct Program {
@@ -49,10 +49,10 @@ struct Module {
   CUcontext ctx = nullptr;
   int device = 0;
   std::shared_ptr<const Program> program;
-  std::vector<KernelHandle*> functions;  // parallel to program->kernels
-  CUdeviceptr globals_base = 0;          // one allocation holds every variable
+  std::vector<KernelHandle*> functions;   // parallel to program->kernels
+  CUdeviceptr globals_base = 0;           // one allocation holds every variable
   std::vector<CUdeviceptr> global_addrs;  // parallel to program->globals
-  Library* library = nullptr;            // set for a library's per-context module
+  Library* library = nullptr;             // set for a library's per-context module
 };
 
 struct Library {

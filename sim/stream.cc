@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 #include <shared_mutex>
 #include <unordered_set>
@@ -210,6 +211,11 @@ void Stream::Run() {
       done_signal_.fetch_add(1, std::memory_order_seq_cst);
       FutexWakeAll(&done_signal_);
     }
+  }
+  {
+    std::lock_guard<std::mutex> lock(ctx_->mu);
+    auto& v = ctx_->streams;
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
   }
   ring_.clear();
   ring_.shrink_to_fit();

@@ -1,0 +1,513 @@
+#include "common/quota_ledger.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "common/process_info.h"
+
+namespace vgpu {
+
+// The region is shared between processes: every atomic in it must work
+// without a lock that would live in one process's memory.
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<int32_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+static_assert(sizeof(LedgerRegion) < UINT32_MAX);
+
+namespace {
+
+constexpr size_t kMaxGroupName = 100;
+constexpr int kReadyWaitMs = 5000;
+// Bounds on how long a refused reservation keeps trying (see TryReserve).
+constexpr int kMaxAttempts = 32;
+constexpr int kMaxMisses = 4;
+
+// Overflow-safe a + b, saturating: a sum that does not fit is over any limit.
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  uint64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+// `reserved0` in the header holds the slot high-water mark: one more than the
+// highest slot index ever claimed. Sums and reaps scan only [0, high-water),
+// so a group of a few processes reads a few slots instead of 512. It only
+// grows, and a claimer raises it (seq_cst) before it stores its pid and thus
+// before any reservation through the slot; see TryReserve for why this keeps
+// the no-overshoot argument intact.
+std::atomic_ref<uint32_t> HighWater(LedgerRegion* r) {
+  return std::atomic_ref<uint32_t>(r->reserved0);
+}
+
+uint32_t LoadHighWater(LedgerRegion* r) {
+  uint32_t n = HighWater(r).load(std::memory_order_seq_cst);
+  return n > static_cast<uint32_t>(kLedgerSlots) ? kLedgerSlots : n;  // damaged: scan all
+}
+
+void RaiseHighWater(LedgerRegion* r, uint32_t n) {
+  std::atomic_ref<uint32_t> hw = HighWater(r);
+  uint32_t cur = hw.load(std::memory_order_seq_cst);
+  while (cur < n && !hw.compare_exchange_weak(cur, n, std::memory_order_seq_cst)) {
+  }
+}
+
+// Subtracts at most the slot's value: a caller that releases more than it
+// reserved must not wrap the slot to ~2^64 and lock the whole group out.
+void SubClamped(std::atomic<uint64_t>& v, uint64_t bytes) {
+  uint64_t cur = v.load(std::memory_order_relaxed);
+  while (!v.compare_exchange_weak(cur, cur > bytes ? cur - bytes : 0, std::memory_order_seq_cst)) {
+  }
+}
+
+bool ValidGroup(const std::string& group) {
+  if (group.size() > kMaxGroupName) return false;
+  for (char c : group) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Backs off after a refused request still looked too big: first a yield,
+// then sleeps long enough for a preempted reserver to run and back out.
+void PauseAfterMiss(int misses) {
+  if (misses == 1) {
+    sched_yield();
+    return;
+  }
+  timespec ts{0, misses == 2 ? 50000L : 200000L};
+  nanosleep(&ts, nullptr);
+}
+
+uint64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+// Whether `pid` is still the process that stored `start` when it claimed a
+// slot. start == 0 means the owner could not read /proc: existence is all we
+// can check then (kill(0) never signals; EPERM means it exists).
+bool OwnerAlive(pid_t pid, uint64_t start) {
+  if (start == 0) return kill(pid, 0) == 0 || errno == EPERM;
+  return ProcessStartTime(pid) == start;
+}
+
+void InitRegion(LedgerRegion* r, const std::string& group, const std::vector<uint64_t>& limits) {
+  // The memory is zero (fresh ftruncate or anonymous mapping): slots are free.
+  r->magic = kLedgerMagic;
+  r->version = kLedgerVersion;
+  r->region_bytes = static_cast<uint32_t>(sizeof(LedgerRegion));
+  for (int d = 0; d < kLedgerDevices; ++d) {
+    size_t i = static_cast<size_t>(d);
+    r->limit[d].store(i < limits.size() ? limits[i] : kUnlimited, std::memory_order_relaxed);
+  }
+  r->generation.store(0, std::memory_order_relaxed);
+  std::strncpy(r->group, group.c_str(), sizeof r->group - 1);
+  r->ready.store(1, std::memory_order_release);  // publishes everything above
+}
+
+// Lowers each limit to the requested one; a member can never raise it.
+void ApplyStricterLimits(LedgerRegion* r, const std::vector<uint64_t>& limits) {
+  for (size_t i = 0; i < limits.size(); ++i) {
+    std::atomic<uint64_t>& lim = r->limit[i];
+    uint64_t cur = lim.load(std::memory_order_seq_cst);
+    bool lowered = false;
+    while (limits[i] < cur) {
+      if (lim.compare_exchange_weak(cur, limits[i], std::memory_order_seq_cst)) {
+        lowered = true;
+        break;
+      }
+    }
+    if (lowered) r->generation.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+std::string DevShmPath(const std::string& name) { return "/dev/shm" + name; }
+
+// Checks what another process created; the message names the file to remove.
+bool CheckHeader(const LedgerRegion* r, size_t size, const std::string& path, std::string* error) {
+  if (r->magic != kLedgerMagic) {
+    *error = "quota ledger " + path + " is not a vgpu ledger (bad magic); remove it";
+  } else if (r->version != kLedgerVersion) {
+    *error = "quota ledger " + path + " has version " + std::to_string(r->version) +
+             ", this library speaks " + std::to_string(kLedgerVersion) +
+             "; stop the group's processes and remove it";
+  } else if (r->region_bytes != sizeof(LedgerRegion) || size != sizeof(LedgerRegion)) {
+    *error = "quota ledger " + path + " has size " + std::to_string(size) + " (header says " +
+             std::to_string(r->region_bytes) + "), expected " +
+             std::to_string(sizeof(LedgerRegion)) + "; damaged or truncated, remove it";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+// The region file must be ours and private. /dev/shm is world-writable, so
+// another uid could plant "/vgpu-ledger-<our uid>-<group>" with a huge limit
+// (or read our usage); a file not owned by our euid, or open to group/others,
+// is refused. That is a denial of service at worst, never a raised quota.
+bool CheckOwner(int fd, const std::string& path, struct stat* st, std::string* error) {
+  if (fstat(fd, st) != 0) {
+    *error = "quota ledger " + path + ": fstat: " + std::strerror(errno);
+    return false;
+  }
+  if (st->st_uid != geteuid()) {
+    *error = "quota ledger " + path + " is owned by uid " + std::to_string(st->st_uid) + ", not " +
+             std::to_string(geteuid()) + "; refusing a region another user created";
+    return false;
+  }
+  if ((st->st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st->st_mode & 0777));
+    *error =
+        "quota ledger " + path + " has mode " + mode + ", open to group or others; refusing it";
+    return false;
+  }
+  return true;
+}
+
+void* MapShared(int fd, size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// Creates the region if absent. Returns the mapping, nullptr with *error set,
+// or nullptr with *error empty when it already exists.
+LedgerRegion* CreateRegion(const std::string& name, const std::string& group,
+                           const std::vector<uint64_t>& limits, std::string* error) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno != EEXIST) {
+      *error = "quota ledger " + DevShmPath(name) + ": shm_open: " + std::strerror(errno);
+    }
+    return nullptr;
+  }
+  void* p = nullptr;
+  if (ftruncate(fd, sizeof(LedgerRegion)) == 0) p = MapShared(fd, sizeof(LedgerRegion));
+  int saved = errno;
+  close(fd);
+  if (p == nullptr) {
+    shm_unlink(name.c_str());
+    *error = "quota ledger " + DevShmPath(name) + ": cannot size or map: " + std::strerror(saved);
+    return nullptr;
+  }
+  auto* r = static_cast<LedgerRegion*>(p);
+  InitRegion(r, group, limits);
+  return r;
+}
+
+// Opens an existing region, waiting (bounded) for its creator to finish.
+// Returns nullptr with *error set, or with *error empty if it vanished.
+LedgerRegion* AttachRegion(const std::string& name, std::string* error) {
+  const std::string path = DevShmPath(name);
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno != ENOENT) *error = "quota ledger " + path + ": shm_open: " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  bool owned = CheckOwner(fd, path, &st, error);
+  // The creator sizes the file right after creating it: wait for that.
+  const uint64_t deadline = NowMs() + kReadyWaitMs;
+  while (owned && st.st_size == 0 && NowMs() < deadline) {
+    SleepMs(1);
+    if (fstat(fd, &st) != 0) break;
+  }
+  if (!owned) {
+    close(fd);
+    return nullptr;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size < offsetof(LedgerRegion, limit)) {
+    close(fd);
+    *error = "quota ledger " + path + " is truncated (" + std::to_string(size) +
+             " bytes) or its creator died while creating it; remove it";
+    return nullptr;
+  }
+  void* p = MapShared(fd, size);
+  close(fd);
+  if (p == nullptr) {
+    *error = "quota ledger " + path + ": mmap: " + std::strerror(errno);
+    return nullptr;
+  }
+  auto* r = static_cast<LedgerRegion*>(p);
+  while (r->ready.load(std::memory_order_acquire) == 0 && NowMs() < deadline) {
+    SleepMs(1);
+  }
+  if (r->ready.load(std::memory_order_acquire) == 0) {
+    *error = "quota ledger " + path + " was never initialized (its creator died?); remove it";
+  } else if (CheckHeader(r, size, path, error)) {
+    return r;
+  }
+  munmap(p, size);
+  return nullptr;
+}
+
+// Sums every slot, seq_cst; a slot that is free holds 0, so there is no need
+// to look at pids (and no window where a claimed slot is skipped).
+uint64_t SumUsed(LedgerRegion* region, int d) {
+  const uint32_t n = LoadHighWater(region);
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    total = SaturatingAdd(total, region->slots[i].used[d].load(std::memory_order_seq_cst));
+  }
+  return total;
+}
+
+enum class Attempt { kOk, kOver, kNeverFits };
+
+// Why add-then-sum never overshoots: every step below is seq_cst, so all of
+// them sit in one total order S. Take any two reservations A and B that both
+// succeed and are held at the same time, and say A's add comes first in S.
+// B's add is sequenced before B's loads, so A's add precedes B's load of A's
+// slot (and of the high-water mark, which A's claimer raised before A could
+// add), and that load sees A's bytes. So the later of any set of concurrent
+// successful reservations counted all the others and its own: their total
+// was <= limit. A reservation that saw too much backs its bytes out; that can
+// only make others fail spuriously (handled by retrying), never succeed wrongly.
+Attempt AddThenCheck(LedgerRegion* region, LedgerSlot* self, int d, uint64_t bytes) {
+  const uint64_t limit = region->limit[d].load(std::memory_order_seq_cst);
+  if (bytes > limit) return Attempt::kNeverFits;
+  std::atomic<uint64_t>& mine = self->used[d];
+  // Add to our own slot. The CAS (only our own threads contend on it) keeps
+  // the slot <= limit so it never wraps, and fails early when our own
+  // usage alone is too much.
+  uint64_t cur = mine.load(std::memory_order_seq_cst);
+  do {
+    if (limit != kUnlimited && cur > limit - bytes) return Attempt::kOver;
+    if (limit == kUnlimited && cur > UINT64_MAX - bytes) return Attempt::kNeverFits;
+  } while (!mine.compare_exchange_weak(cur, cur + bytes, std::memory_order_seq_cst));
+  if (limit == kUnlimited) return Attempt::kOk;  // counted for Used(), nothing to check
+  if (SumUsed(region, d) <= limit) return Attempt::kOk;
+  SubClamped(mine, bytes);
+  return Attempt::kOver;
+}
+
+// A negative pid names the process that is claiming or reaping the slot
+// (-claimer or -reaper, never the dead owner, so two reapers cannot both
+// zero a slot that meanwhile changed hands). If that process is gone it was
+// killed mid-way and we take the slot over the same way.
+uint64_t ReapSlot(LedgerSlot* slot, pid_t me) {
+  int32_t pid = slot->pid.load(std::memory_order_acquire);
+  if (pid == 0) return 0;
+  if (pid > 0) {
+    if (OwnerAlive(pid, slot->start_time.load(std::memory_order_relaxed))) return 0;
+  } else if (ProcessStartTime(-pid) != 0) {
+    return 0;  // a live process is claiming or reaping it
+  }
+  if (!slot->pid.compare_exchange_strong(pid, -me, std::memory_order_acq_rel)) return 0;
+  // The slot may have been freed and claimed again by a new process with the
+  // same pid since we looked: check again now that nobody else can change it.
+  if (pid > 0 && OwnerAlive(pid, slot->start_time.load(std::memory_order_relaxed))) {
+    slot->pid.store(pid, std::memory_order_release);
+    return 0;
+  }
+  uint64_t returned = 0;
+  for (auto& u : slot->used) returned = SaturatingAdd(returned, u.exchange(0));
+  slot->start_time.store(0, std::memory_order_relaxed);
+  slot->pid.store(0, std::memory_order_release);
+  return returned;
+}
+
+}  // namespace
+
+std::string QuotaLedger::ShmName(const std::string& group) {
+  return "/vgpu-ledger-" + std::to_string(geteuid()) + "-" + group;
+}
+
+std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
+                                               const std::vector<uint64_t>& limits,
+                                               std::string* error) {
+  std::string ignored;
+  if (error == nullptr) error = &ignored;
+  error->clear();
+  if (limits.size() > static_cast<size_t>(kLedgerDevices)) {
+    *error = "quota ledger: " + std::to_string(limits.size()) + " device limits, at most " +
+             std::to_string(kLedgerDevices) + " devices";
+    return nullptr;
+  }
+  std::unique_ptr<QuotaLedger> ledger(new QuotaLedger());
+  ledger->self_pid_ = getpid();
+  ledger->mapped_bytes_ = sizeof(LedgerRegion);
+  if (group.empty()) {
+    // Private: shared with fork()ed children only, so they draw from our quota.
+    void* p = mmap(nullptr, sizeof(LedgerRegion), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      *error = std::string("quota ledger: mmap: ") + std::strerror(errno);
+      return nullptr;
+    }
+    ledger->region_ = static_cast<LedgerRegion*>(p);
+    InitRegion(ledger->region_, group, limits);
+    return ledger;
+  }
+  if (!ValidGroup(group)) {
+    *error = "quota ledger: invalid group name \"" + group.substr(0, kMaxGroupName) +
+             "\": use at most 100 of [A-Za-z0-9._-]";
+    return nullptr;
+  }
+  const std::string name = ShmName(group);
+  // Create or attach; retry if the region is removed between the two steps.
+  for (int attempt = 0; attempt < 3 && ledger->region_ == nullptr; ++attempt) {
+    ledger->region_ = CreateRegion(name, group, limits, error);
+    if (ledger->region_ != nullptr || !error->empty()) break;
+    ledger->region_ = AttachRegion(name, error);
+    if (ledger->region_ != nullptr) ApplyStricterLimits(ledger->region_, limits);
+    if (!error->empty()) break;
+  }
+  if (ledger->region_ == nullptr) {
+    if (error->empty()) *error = "quota ledger " + DevShmPath(name) + ": keeps disappearing";
+    return nullptr;
+  }
+  return ledger;
+}
+
+QuotaLedger::~QuotaLedger() {
+  if (region_ == nullptr) return;
+  // Give our slot back only if it holds nothing: memory still allocated stays
+  // counted until the process is gone and its slot is reaped.
+  LedgerSlot* s = self_.load(std::memory_order_acquire);
+  int32_t me = static_cast<int32_t>(getpid());
+  if (s != nullptr && s->pid.compare_exchange_strong(me, -me, std::memory_order_acq_rel)) {
+    bool empty = true;
+    for (auto& u : s->used) empty = empty && u.load(std::memory_order_seq_cst) == 0;
+    if (empty) s->start_time.store(0, std::memory_order_relaxed);
+    s->pid.store(empty ? 0 : static_cast<int32_t>(getpid()), std::memory_order_release);
+  }
+  munmap(region_, mapped_bytes_);
+}
+
+LedgerSlot* QuotaLedger::Self() {
+  LedgerSlot* s = self_.load(std::memory_order_acquire);
+  if (s != nullptr) return s;
+  const pid_t pid = getpid();
+  const uint64_t start = ProcessStartTime(pid);
+  for (int pass = 0; pass < 2 && s == nullptr; ++pass) {
+    if (pass == 1) ReapDead();  // the table is full: make room
+    for (int i = 0; i < kLedgerSlots && s == nullptr; ++i) {
+      LedgerSlot& slot = region_->slots[i];
+      int32_t expected = 0;
+      if (slot.pid.load(std::memory_order_relaxed) != 0) continue;
+      if (!slot.pid.compare_exchange_strong(expected, -pid, std::memory_order_acq_rel)) continue;
+      slot.start_time.store(start, std::memory_order_relaxed);
+      for (auto& u : slot.used) u.store(0, std::memory_order_seq_cst);
+      RaiseHighWater(region_, static_cast<uint32_t>(i) + 1);
+      slot.pid.store(pid, std::memory_order_release);
+      s = &slot;
+    }
+  }
+  if (s == nullptr) return nullptr;  // 512 live members: the caller fails closed
+  // Two threads may claim at once; the loser gives its (empty) slot back.
+  LedgerSlot* expected = nullptr;
+  if (!self_.compare_exchange_strong(expected, s, std::memory_order_acq_rel)) {
+    s->pid.store(0, std::memory_order_release);
+    return expected;
+  }
+  return s;
+}
+
+// A refusal may be spurious: a concurrent reservation that will itself back
+// off was counted (it may even be preempted between its add and its back-off).
+// So after a refusal we reap dead members once, then retry (bounded) while the
+// request fits beside everything else; when it does not, we wait a little
+// longer each time (yield, 50 us, 200 us) for in-flight requests to clear, and
+// after kMaxMisses such looks the refusal is real. A real refusal thus costs a
+// reap and about 0.3 ms. Retries use the same add-then-sum step, so they can
+// never overshoot.
+bool QuotaLedger::TryReserve(int d, uint64_t bytes) {
+  if (d < 0 || d >= kLedgerDevices) return false;
+  if (bytes == 0) return true;
+  LedgerSlot* self = Self();
+  if (self == nullptr) return false;
+  bool reaped = false;
+  int misses = 0;
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    switch (AddThenCheck(region_, self, d, bytes)) {
+      case Attempt::kOk:
+        return true;
+      case Attempt::kNeverFits:
+        return false;
+      case Attempt::kOver:
+        break;
+    }
+    if (!reaped) {
+      reaped = true;
+      if (ReapDead() > 0) continue;
+    }
+    const uint64_t limit = region_->limit[d].load(std::memory_order_seq_cst);
+    if (SaturatingAdd(SumUsed(region_, d), bytes) <= limit) {
+      sched_yield();  // fits now: someone else's in-flight add got in the way
+      continue;
+    }
+    if (++misses >= kMaxMisses) return false;
+    PauseAfterMiss(misses);
+  }
+  return false;
+}
+
+void QuotaLedger::Release(int d, uint64_t bytes) {
+  if (d < 0 || d >= kLedgerDevices || bytes == 0) return;
+  LedgerSlot* self = self_.load(std::memory_order_acquire);
+  if (self == nullptr) return;  // nothing was reserved by this process
+  SubClamped(self->used[d], bytes);
+}
+
+uint64_t QuotaLedger::Used(int d) const {
+  if (d < 0 || d >= kLedgerDevices) return 0;
+  return SumUsed(region_, d);
+}
+
+uint64_t QuotaLedger::Limit(int d) const {
+  if (d < 0 || d >= kLedgerDevices) return 0;  // no such device: nothing to allocate
+  return region_->limit[d].load(std::memory_order_seq_cst);
+}
+
+uint64_t QuotaLedger::SelfUsed(int d) const {
+  if (d < 0 || d >= kLedgerDevices) return 0;
+  LedgerSlot* self = self_.load(std::memory_order_acquire);
+  return self == nullptr ? 0 : self->used[d].load(std::memory_order_seq_cst);
+}
+
+void QuotaLedger::SetLimit(int d, uint64_t bytes) {
+  if (d < 0 || d >= kLedgerDevices) return;
+  region_->limit[d].store(bytes, std::memory_order_seq_cst);
+  region_->generation.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void QuotaLedger::OnForkChild() {
+  // The parent's slot keeps the parent's usage; the child claims its own.
+  self_.store(nullptr, std::memory_order_release);
+  self_pid_ = getpid();
+}
+
+uint64_t QuotaLedger::ReapDead() {
+  const pid_t me = getpid();
+  // Without a readable /proc every owner would look dead: reap nothing.
+  if (ProcessStartTime(me) == 0) return 0;
+  const uint32_t n = LoadHighWater(region_);
+  uint64_t returned = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    returned = SaturatingAdd(returned, ReapSlot(&region_->slots[i], me));
+  }
+  return returned;
+}
+
+}  // namespace vgpu

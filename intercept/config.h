@@ -1,0 +1,82 @@
+// libvgpu configuration: every option is declared once, in kOptions (config.cc),
+// with its environment variable, HAMi-core aliases, JSON key, default and
+// documentation; docs/configuration.md is checked against that table by a test.
+//
+// Sources, lowest to highest precedence: defaults, the JSON file named by
+// VGPU_CONFIG (a container hook writes it), environment variables. A malformed
+// value anywhere is an error naming the variable or key, and the caller fails
+// closed (no unlimited access by accident).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vgpu {
+
+enum class LogLevel { kOff, kError, kWarn, kInfo, kDebug };
+
+struct Config {
+  static constexpr uint64_t kNoLimit = UINT64_MAX;
+  static constexpr int kMaxDevices = 16;  // as many as the quota ledger holds
+
+  // VGPU_VISIBLE_DEVICES: physical devices by index ("0", "2") or UUID
+  // ("GPU-8c6e...", normalized to lower-case hex), in the order the process
+  // will see them. Only meaningful when visible_devices_set: unset means all
+  // devices; set and empty (VGPU_VISIBLE_DEVICES=) means none, as with
+  // CUDA_VISIBLE_DEVICES.
+  std::vector<std::string> visible_devices;
+  bool visible_devices_set = false;
+  // VGPU_DEVICE_MEMORY_LIMIT (+ HAMi CUDA_DEVICE_MEMORY_LIMIT and
+  // CUDA_DEVICE_MEMORY_LIMIT_<i>): per *visible* device, bytes. One value
+  // (memory_limit_all) applies to all devices; a list (memory_limits) gives
+  // one per device; CUDA_DEVICE_MEMORY_LIMIT_<i> overrides device i. Use
+  // LimitFor() after ValidateAgainstDeviceCount().
+  std::vector<uint64_t> memory_limits;  // one per visible device, or empty
+  uint64_t memory_limit_all = kNoLimit;
+  std::vector<std::pair<int, uint64_t>> memory_limit_by_index;  // sorted by index
+  std::string memory_limit_source;       // where the list came from, for messages
+  std::string group;                     // VGPU_GROUP; empty: the process alone
+  LogLevel log_level = LogLevel::kWarn;  // VGPU_LOG_LEVEL
+  std::string log_file;                  // VGPU_LOG_FILE; empty: no log; "stderr" allowed
+  std::string real_libcuda;              // VGPU_REAL_LIBCUDA; empty: soname lookup
+  std::string real_libnvml;              // VGPU_REAL_LIBNVML
+  std::string config_file;               // VGPU_CONFIG; empty: none
+  bool configured = false;               // any policy option set (else pure pass-through)
+
+  // Limit for visible device i (kNoLimit if none). Fails closed: an index the
+  // per-device list does not cover yields 0, so call
+  // ValidateAgainstDeviceCount() first.
+  uint64_t LimitFor(int visible_index) const;
+
+  // Checks the per-device settings against the number of devices the process
+  // sees: a VGPU_DEVICE_MEMORY_LIMIT list must have exactly that many values,
+  // and CUDA_DEVICE_MEMORY_LIMIT_<i> must name one of them. False with a
+  // one-line message otherwise.
+  bool ValidateAgainstDeviceCount(int device_count, std::string* error) const;
+};
+
+struct OptionInfo {
+  const char* env;           // VGPU_* name
+  const char* aliases;       // comma-separated HAMi-core names, "" if none; a name
+                             // ending in "_<i>" is per visible device i (0..15)
+  const char* json_key;      // key in the VGPU_CONFIG file, "" if env-only
+  const char* default_text;  // as documented
+  const char* doc;           // one sentence
+};
+
+// The option table, for docs and `vgpuctl config`.
+const std::vector<OptionInfo>& Options();
+
+// Reads the configuration. `getenv` is injectable for tests. Returns false
+// with a one-line message naming the offending variable or key; never throws.
+// `env_names` lists the names of the variables in the environment, used only
+// to reject malformed indexed names (CUDA_DEVICE_MEMORY_LIMIT_x); null: the
+// names in `environ`. A name counts as set only if getenv_fn returns non-null.
+using EnvLookup = std::function<const char*(const char*)>;
+bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
+                const std::vector<std::string>* env_names = nullptr);
+
+}  // namespace vgpu

@@ -1,0 +1,53 @@
+// Every driver entry point libvgpu intercepts, declared once. The exported
+// symbol name is the macro argument; its type comes from cuda.h (the compiler
+// checks each hook's signature against it), and the same list builds the table
+// of real entry points, the dlsym map and the cuGetProcAddress map.
+//
+// X(symbol) — CUDA driver API. Keep groups sorted by purpose.
+#pragma once
+
+#define VGPU_CU_HOOKS(X)                                                          \
+  /* init and lookup */                                                          \
+  X(cuInit) X(cuGetProcAddress) X(cuGetProcAddress_v2)                           \
+  /* devices: virtual ordinals in, physical out */                               \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetUuid)       \
+  X(cuDeviceGetUuid_v2) X(cuDeviceGetLuid) X(cuDeviceTotalMem_v2)                \
+  X(cuDeviceGetAttribute) X(cuDeviceGetProperties) X(cuDeviceComputeCapability)  \
+  X(cuDeviceGetPCIBusId) X(cuDeviceGetByPCIBusId) X(cuDeviceCanAccessPeer)       \
+  X(cuDeviceGetP2PAttribute) X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool)  \
+  X(cuDeviceSetMemPool) X(cuDeviceGetTexture1DLinearMaxWidth)                    \
+  X(cuDeviceGetExecAffinitySupport)                                              \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)                    \
+  X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)                    \
+  X(cuDevicePrimaryCtxSetFlags_v2)                                               \
+  X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
+  X(cuCtxGetDevice)                                                              \
+  /* memory: every path that takes device memory counts against the quota */     \
+  X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged)    \
+  X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)          \
+  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)       \
+  X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)       \
+  X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)         \
+  X(cuMemGetInfo_v2) X(cuMemPoolCreate) X(cuMemGetAllocationGranularity)         \
+  X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetAllocationPropertiesFromHandle)  \
+  X(cuPointerGetAttribute) X(cuPointerGetAttributes)                             \
+  /* hot paths: pass-through now, governed by the compute share later */         \
+  X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx)                   \
+  X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)                          \
+  X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)       \
+  X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)
+
+// Not hooked but reached internally (through the same typed table).
+#define VGPU_CU_INTERNAL(X)                                                      \
+  X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
+  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz)
+
+// NVML entry points (types from sim/nvml/nvml_abi.h until a toolkit ships nvml.h).
+#define VGPU_NVML_HOOKS(X)                                                        \
+  X(nvmlInit) X(nvmlInit_v2) X(nvmlInitWithFlags) X(nvmlDeviceGetCount)          \
+  X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex)                         \
+  X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID)                  \
+  X(nvmlDeviceGetHandleByPciBusId) X(nvmlDeviceGetHandleByPciBusId_v2)           \
+  X(nvmlDeviceGetIndex) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)
+
+#define VGPU_NVML_INTERNAL(X) X(nvmlDeviceGetUUID)

@@ -1,0 +1,291 @@
+// Device virtualization: the process sees devices 0..n-1 in the configured
+// order. Virtual ordinals are translated to physical ones on the way in and
+// back on the way out; a hidden device cannot be named by any path.
+#include <cstring>
+#include <vector>
+
+#include "intercept/hooks.h"
+#include "intercept/real_driver.h"
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+const DeviceMap& Map() { return Runtime::Get().devices(); }
+
+// Physical ordinal of a virtual CUdevice; false for out-of-range/hidden ones.
+bool Phys(CUdevice v, CUdevice* p) {
+  *p = Map().ToPhysical(v);
+  return *p >= 0;
+}
+
+CUmemLocation ToPhysLocation(CUmemLocation loc, bool* ok) {
+  if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    int p = Map().ToPhysical(loc.id);
+    *ok = *ok && p >= 0;
+    loc.id = p;
+  }
+  return loc;
+}
+
+void ToVirtLocation(CUmemLocation* loc) {
+  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = Map().ToVirtual(loc->id);
+}
+
+// Primary context of each physical device, to know what a release frees.
+CUcontext g_primary[64] = {};
+
+void ReleaseContextCharges(CUcontext ctx) {
+  Runtime& rt = Runtime::Get();
+  for (const Charge& c : rt.allocations().TakeContext(ctx)) {
+    if (rt.ledger() != nullptr) rt.ledger()->Release(c.device, c.bytes);
+  }
+}
+
+}  // namespace
+}  // namespace vgpu
+
+using vgpu::Phys;
+
+#define VGPU_DEVICE_HOOK_BODY(...)                 \
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {   \
+    VGPU_REQUIRE_READY();                          \
+    __VA_ARGS__                                    \
+  })
+
+VGPU_HOOK(cuDeviceGetCount) CUresult CUDAAPI vgpu_hook_cuDeviceGetCount(int* count) {
+  VGPU_DEVICE_HOOK_BODY(if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                        *count = vgpu::Map().count(); return CUDA_SUCCESS;);
+}
+
+VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, int ordinal) {
+  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                        CUdevice p = 0; if (!Phys(ordinal, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        *device = ordinal; return CUDA_SUCCESS;);
+}
+
+VGPU_HOOK(cuDeviceGetName) CUresult CUDAAPI vgpu_hook_cuDeviceGetName(char* name, int len, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetName)(name, len, p););
+}
+
+VGPU_HOOK(cuDeviceGetUuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetUuid)(uuid, p););
+}
+
+VGPU_HOOK(cuDeviceGetUuid_v2) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetUuid_v2)(uuid, p););
+}
+
+VGPU_HOOK(cuDeviceGetLuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetLuid(char* luid, unsigned int* mask, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetLuid)(luid, mask, p););
+}
+
+VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+      CUresult r = REAL(cuDeviceTotalMem_v2)(bytes, p);
+      uint64_t limit = vgpu::Runtime::Get().config().LimitFor(dev);
+      // The quota is the device's size as far as the process can tell.
+      if (r == CUDA_SUCCESS && limit < *bytes) *bytes = limit;
+      return r;);
+}
+
+VGPU_HOOK(cuDeviceGetAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetAttribute)(pi, attrib, p););
+}
+
+VGPU_HOOK(cuDeviceGetProperties) CUresult CUDAAPI vgpu_hook_cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetProperties)(prop, p););
+}
+
+VGPU_HOOK(cuDeviceComputeCapability) CUresult CUDAAPI vgpu_hook_cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceComputeCapability)(major, minor, p););
+}
+
+VGPU_HOOK(cuDeviceGetPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetPCIBusId)(pciBusId, len, p););
+}
+
+VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      CUdevice p = 0; CUresult r = REAL(cuDeviceGetByPCIBusId)(&p, pciBusId);
+      if (r != CUDA_SUCCESS) return r;
+      int v = vgpu::Map().ToVirtual(p);
+      if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
+      *dev = v; return CUDA_SUCCESS;);
+}
+
+VGPU_HOOK(cuDeviceCanAccessPeer) CUresult CUDAAPI vgpu_hook_cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
+                        if (!Phys(dev, &p) || !Phys(peerDev, &q)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceCanAccessPeer)(canAccessPeer, p, q););
+}
+
+VGPU_HOOK(cuDeviceGetP2PAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
+                        if (!Phys(srcDevice, &p) || !Phys(dstDevice, &q)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetP2PAttribute)(value, attrib, p, q););
+}
+
+VGPU_HOOK(cuDeviceGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetDefaultMemPool)(pool_out, p););
+}
+
+VGPU_HOOK(cuDeviceGetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetMemPool)(pool, p););
+}
+
+VGPU_HOOK(cuDeviceSetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceSetMemPool)(p, pool););
+}
+
+VGPU_HOOK(cuDeviceGetTexture1DLinearMaxWidth) CUresult CUDAAPI vgpu_hook_cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetTexture1DLinearMaxWidth)(maxWidthInElements, format, numChannels, p););
+}
+
+VGPU_HOOK(cuDeviceGetExecAffinitySupport) CUresult CUDAAPI vgpu_hook_cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDeviceGetExecAffinitySupport)(pi, type, p););
+}
+
+VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+      CUresult r = REAL(cuDevicePrimaryCtxRetain)(pctx, p);
+      if (r == CUDA_SUCCESS && p < 64) vgpu::g_primary[p] = *pctx;
+      return r;);
+}
+
+VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+      CUresult r = REAL(cuDevicePrimaryCtxRelease_v2)(p);
+      unsigned flags = 0; int active = 1;
+      // The last release destroys the context and, with it, its memory.
+      if (r == CUDA_SUCCESS && p < 64 && REAL(cuDevicePrimaryCtxGetState)(p, &flags, &active) == CUDA_SUCCESS &&
+          !active) {
+        vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+      }
+      return r;);
+}
+
+VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+      CUresult r = REAL(cuDevicePrimaryCtxReset_v2)(p);
+      if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+      return r;);
+}
+
+VGPU_HOOK(cuDevicePrimaryCtxGetState) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDevicePrimaryCtxGetState)(p, flags, active););
+}
+
+VGPU_HOOK(cuDevicePrimaryCtxSetFlags_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuDevicePrimaryCtxSetFlags_v2)(p, flags););
+}
+
+VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuCtxCreate_v2)(pctx, flags, p););
+}
+
+VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuCtxCreate_v3)(pctx, paramsArray, numParams, flags, p););
+}
+
+VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
+  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+                        return REAL(cuCtxCreate_v4)(pctx, params, flags, p););
+}
+
+VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
+  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL(cuCtxDestroy_v2)(ctx);
+                        if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
+                        return r;);
+}
+
+VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* device) {
+  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                        CUdevice p = 0; CUresult r = REAL(cuCtxGetDevice)(&p);
+                        if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+                        return r;);
+}
+
+VGPU_HOOK(cuMemGetAllocationGranularity) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      CUmemAllocationProp copy = *prop; bool ok = true;
+      copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL(cuMemGetAllocationGranularity)(granularity, &copy, option););
+}
+
+VGPU_HOOK(cuMemPoolCreate) CUresult CUDAAPI vgpu_hook_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (poolProps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      CUmemPoolProps copy = *poolProps; bool ok = true;
+      copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL(cuMemPoolCreate)(pool, &copy););
+}
+
+VGPU_HOOK(cuMemSetAccess) CUresult CUDAAPI vgpu_hook_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (desc == nullptr || count == 0 || count > 64) return REAL(cuMemSetAccess)(ptr, size, desc, count);
+      std::vector<CUmemAccessDesc> copy(desc, desc + count); bool ok = true;
+      for (auto& d : copy) d.location = vgpu::ToPhysLocation(d.location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL(cuMemSetAccess)(ptr, size, copy.data(), count););
+}
+
+VGPU_HOOK(cuMemGetAccess) CUresult CUDAAPI vgpu_hook_cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (location == nullptr) return REAL(cuMemGetAccess)(flags, location, ptr);
+      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL(cuMemGetAccess)(flags, &copy, ptr););
+}
+
+VGPU_HOOK(cuMemGetAllocationPropertiesFromHandle) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle) {
+  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL(cuMemGetAllocationPropertiesFromHandle)(prop, handle);
+                        if (r == CUDA_SUCCESS) vgpu::ToVirtLocation(&prop->location);
+                        return r;);
+}
+
+VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUresult r = REAL(cuPointerGetAttribute)(data, attribute, ptr);
+      if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
+        *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
+      }
+      return r;);
+}
+
+VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
+  VGPU_DEVICE_HOOK_BODY(
+      CUresult r = REAL(cuPointerGetAttributes)(numAttributes, attributes, data, ptr);
+      for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
+        int* ord = static_cast<int*>(data[i]);
+        if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
+          *ord = vgpu::Map().ToVirtual(*ord);
+        }
+      }
+      return r;);
+}

@@ -1,0 +1,121 @@
+// The three ways programs reach the driver: linked symbols (the exported hooks
+// themselves), dlopen + dlsym, and cuGetProcAddress (cudart's way).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "intercept/hooks.h"
+#include "intercept/log.h"
+#include "intercept/real_driver.h"
+#include "intercept/runtime.h"
+#include "sim/proc_table.h"
+
+// The same table the simulated driver answers from, derived from the
+// toolkit headers; libvgpu needs only its (name, version, variant) -> symbol.
+#define VGPU_PROC_FN(sym) nullptr
+#include "proc_table.inc"
+
+namespace vgpu {
+namespace {
+
+using sim::kProcTable;
+
+struct HookEntry {
+  const char* name;
+  void* fn;
+};
+
+const std::vector<HookEntry>& Hooks() {
+  static const auto* hooks = [] {
+    auto* v = new std::vector<HookEntry>{
+#define VGPU_ENTRY(sym) {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym)},
+        VGPU_CU_HOOKS(VGPU_ENTRY) VGPU_NVML_HOOKS(VGPU_ENTRY)
+#undef VGPU_ENTRY
+    };
+    std::sort(v->begin(), v->end(),
+              [](const HookEntry& a, const HookEntry& b) { return std::strcmp(a.name, b.name) < 0; });
+    return v;
+  }();
+  return *hooks;
+}
+
+// The exported symbol the driver returns for (name, version, flags).
+const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
+  bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  sim::ProcLookup l = sim::LookupProc(kProcTable, sizeof kProcTable / sizeof kProcTable[0], name,
+                                      version, per_thread);
+  return l.entry != nullptr ? l.entry->symbol : nullptr;
+}
+
+void SubstituteHook(const char* name, int version, cuuint64_t flags, void** pfn) {
+  const char* sym = SymbolFor(name, version, flags);
+  if (sym == nullptr) return;
+  if (void* hook = HookFor(sym); hook != nullptr) *pfn = hook;
+}
+
+}  // namespace
+
+void* HookFor(const char* symbol) {
+  const auto& hooks = Hooks();
+  auto it = std::lower_bound(hooks.begin(), hooks.end(), symbol, [](const HookEntry& e, const char* s) {
+    return std::strcmp(e.name, s) < 0;
+  });
+  return it != hooks.end() && std::strcmp(it->name, symbol) == 0 ? it->fn : nullptr;
+}
+
+}  // namespace vgpu
+
+using vgpu::Runtime;
+
+VGPU_HOOK(cuInit) CUresult CUDAAPI vgpu_hook_cuInit(unsigned int flags) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    Runtime& rt = Runtime::Get();
+    if (!rt.config_ok()) return rt.OnCuInit();  // reports the error, fails closed
+    if (REAL(cuInit) == nullptr) return CUDA_ERROR_NO_DEVICE;
+    CUresult r = REAL(cuInit)(flags);
+    return r != CUDA_SUCCESS ? r : rt.OnCuInit();
+  });
+}
+
+VGPU_HOOK(cuGetProcAddress_v2)
+CUresult CUDAAPI vgpu_hook_cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                               cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult* symbolStatus) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    if (REAL(cuGetProcAddress_v2) == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = REAL(cuGetProcAddress_v2)(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn != nullptr && *pfn != nullptr) {
+      vgpu::SubstituteHook(symbol, cudaVersion, flags, pfn);
+    }
+    return r;
+  });
+}
+
+VGPU_HOOK(cuGetProcAddress)
+CUresult CUDAAPI vgpu_hook_cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                            cuuint64_t flags) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    if (REAL(cuGetProcAddress) == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = REAL(cuGetProcAddress)(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn != nullptr && *pfn != nullptr) {
+      vgpu::SubstituteHook(symbol, cudaVersion, flags, pfn);
+    }
+    return r;
+  });
+}
+
+// dlsym is overridden narrowly: only names we hook, and only when the real
+// lookup resolved them inside libcuda / libnvidia-ml. Everything else is
+// libc's answer untouched.
+extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) {
+  void* real = vgpu::RealDlsym(handle, name);
+  if (real == nullptr || name == nullptr) return real;
+  bool cu = name[0] == 'c' && name[1] == 'u';
+  bool nvml = std::strncmp(name, "nvml", 4) == 0;
+  if (!cu && !nvml) return real;
+  void* hook = vgpu::HookFor(name);
+  if (hook == nullptr || hook == real) return real;
+  return vgpu::DefinedIn(real, cu ? "libcuda.so" : "libnvidia-ml.so") ? hook : real;
+}

@@ -1,0 +1,308 @@
+// The device-memory quota. Reserve first in the group's ledger, then ask the
+// driver, and give the reservation back if the driver refuses: the quota can
+// never be exceeded, whatever runs concurrently. Freed memory returns to the
+// quota after the driver freed it (for stream-ordered frees, when the stream
+// reaches the free).
+#include <cstdio>
+#include <functional>
+
+#include "common/byte_size.h"
+#include "intercept/hooks.h"
+#include "intercept/log.h"
+#include "intercept/real_driver.h"
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+struct Where {
+  int device = 0;  // physical
+  CUcontext ctx = nullptr;
+};
+
+CUresult CurrentWhere(Where* w) {
+  CUdevice d = 0;
+  if (CUresult r = REAL(cuCtxGetDevice)(&d); r != CUDA_SUCCESS) return r;
+  w->device = d;
+  return REAL(cuCtxGetCurrent)(&w->ctx);
+}
+
+bool Reserve(int device, uint64_t bytes) {
+  QuotaLedger* ledger = Runtime::Get().ledger();
+  if (ledger == nullptr || bytes == 0) return true;
+  if (ledger->TryReserve(device, bytes)) return true;
+  VGPU_LOG(kWarn, "out of device memory quota on device %d: quota %s, used %s, requested %s",
+           Runtime::Get().devices().ToVirtual(device),
+           FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
+           FormatByteSize(bytes).c_str());
+  return false;
+}
+
+void Unreserve(int device, uint64_t bytes) {
+  if (QuotaLedger* ledger = Runtime::Get().ledger(); ledger != nullptr && bytes != 0) {
+    ledger->Release(device, bytes);
+  }
+}
+
+// Reserve, allocate, record; or roll back.
+template <typename Alloc>
+CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc) {
+  if (!Reserve(w.device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  uint64_t key = 0;
+  CUresult r = alloc(&key);
+  if (r != CUDA_SUCCESS) {
+    Unreserve(w.device, bytes);
+    return r;
+  }
+  if (Runtime::Get().ledger() != nullptr) {
+    Runtime::Get().allocations().Add(kind, key, Charge{bytes, w.device, w.ctx});
+  }
+  return r;
+}
+
+void Uncharge(ChargeKind kind, uint64_t key) {
+  Charge c;
+  if (Runtime::Get().allocations().Take(kind, key, &c)) Unreserve(c.device, c.bytes);
+}
+
+uint64_t Key(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+CUresult AllocOnCurrent(ChargeKind kind, uint64_t bytes, const std::function<CUresult(uint64_t*)>& f) {
+  Where w;
+  if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
+  return Charged(kind, w, bytes, f);
+}
+
+size_t ArrayFormatBytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 16;  // wider or packed formats: charge generously, never too little
+  }
+}
+
+uint64_t ArrayBytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned channels) {
+  return static_cast<uint64_t>(w) * (h == 0 ? 1 : h) * (d == 0 ? 1 : d) * ArrayFormatBytes(f) *
+         (channels == 0 ? 1 : channels);
+}
+
+struct PendingRelease {
+  int device;
+  uint64_t bytes;
+};
+
+// Runs on the stream when it reaches a cuMemFreeAsync: touches only the ledger.
+void CUDA_CB ReleaseWhenReached(void* p) {
+  auto* pr = static_cast<PendingRelease*>(p);
+  Unreserve(pr->device, pr->bytes);
+  delete pr;
+}
+
+CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
+  CUresult r = ptsz ? REAL(cuMemFreeAsync_ptsz)(dptr, h) : REAL(cuMemFreeAsync)(dptr, h);
+  if (r != CUDA_SUCCESS) return r;
+  Charge c;
+  if (!Runtime::Get().allocations().Take(ChargeKind::kPointer, dptr, &c)) return r;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  REAL(cuStreamIsCapturing)(h, &st);
+  auto* pr = new PendingRelease{c.device, c.bytes};
+  CUresult q = st != CU_STREAM_CAPTURE_STATUS_NONE
+                   ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                   : (ptsz ? REAL(cuLaunchHostFunc_ptsz) : REAL(cuLaunchHostFunc))(h, ReleaseWhenReached, pr);
+  if (q != CUDA_SUCCESS) ReleaseWhenReached(pr);  // cannot defer: release now
+  return r;
+}
+
+CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool pool, bool ptsz) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return AllocOnCurrent(ChargeKind::kPointer, bytes, [&](uint64_t* key) {
+    CUresult r = pool == nullptr
+                     ? (ptsz ? REAL(cuMemAllocAsync_ptsz)(dptr, bytes, h) : REAL(cuMemAllocAsync)(dptr, bytes, h))
+                     : (ptsz ? REAL(cuMemAllocFromPoolAsync_ptsz)(dptr, bytes, pool, h)
+                             : REAL(cuMemAllocFromPoolAsync)(dptr, bytes, pool, h));
+    *key = *dptr;
+    return r;
+  });
+}
+
+}  // namespace
+}  // namespace vgpu
+
+using vgpu::ChargeKind;
+
+#define VGPU_MEM_HOOK_BODY(...)                    \
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {   \
+    VGPU_REQUIRE_READY();                          \
+    __VA_ARGS__                                    \
+  })
+
+VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  VGPU_MEM_HOOK_BODY(
+      if (dptr == nullptr) return REAL(cuMemAlloc_v2)(dptr, bytesize);
+      return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
+        CUresult r = REAL(cuMemAlloc_v2)(dptr, bytesize);
+        *key = *dptr;
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) {
+  VGPU_MEM_HOOK_BODY(
+      if (dptr == nullptr || pPitch == nullptr) return REAL(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+      // The pitch is known only afterwards: charge the widest plausible
+      // padding (512 B rows) first, then settle on the real size.
+      uint64_t guess = ((WidthInBytes + 511) / 512) * 512 * static_cast<uint64_t>(Height);
+      vgpu::Where w;
+      if (CUresult r = vgpu::CurrentWhere(&w); r != CUDA_SUCCESS) return r;
+      CUresult r = vgpu::Charged(ChargeKind::kPointer, w, guess, [&](uint64_t* key) {
+        CUresult rr = REAL(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        *key = *dptr;
+        return rr;
+      });
+      if (r != CUDA_SUCCESS) return r;
+      uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
+      if (real == guess) return r;
+      vgpu::Charge c;
+      vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
+      if (real < guess) {
+        vgpu::Unreserve(w.device, guess - real);
+      } else if (!vgpu::Reserve(w.device, real - guess)) {
+        REAL(cuMemFree_v2)(*dptr);
+        vgpu::Unreserve(w.device, guess);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      if (vgpu::Runtime::Get().ledger() != nullptr) {
+        vgpu::Runtime::Get().allocations().Add(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
+      }
+      return r;);
+}
+
+VGPU_HOOK(cuMemFree_v2) CUresult CUDAAPI vgpu_hook_cuMemFree_v2(CUdeviceptr dptr) {
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMemFree_v2)(dptr);
+                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kPointer, dptr);
+                     return r;);
+}
+
+VGPU_HOOK(cuMemAllocManaged) CUresult CUDAAPI vgpu_hook_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  VGPU_MEM_HOOK_BODY(
+      if (dptr == nullptr) return REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+      // Managed memory can migrate to the device: it counts in full.
+      return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
+        CUresult r = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+        *key = *dptr;
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuMemAllocAsync) CUresult CUDAAPI vgpu_hook_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, false););
+}
+VGPU_HOOK(cuMemAllocAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, true););
+}
+VGPU_HOOK(cuMemAllocFromPoolAsync) CUresult CUDAAPI vgpu_hook_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                     return vgpu::AllocAsync(dptr, bytesize, hStream, pool, false););
+}
+VGPU_HOOK(cuMemAllocFromPoolAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                     return vgpu::AllocAsync(dptr, bytesize, hStream, pool, true););
+}
+VGPU_HOOK(cuMemFreeAsync) CUresult CUDAAPI vgpu_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(return vgpu::FreeAsync(dptr, hStream, false););
+}
+VGPU_HOOK(cuMemFreeAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_MEM_HOOK_BODY(return vgpu::FreeAsync(dptr, hStream, true););
+}
+
+VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags) {
+  VGPU_MEM_HOOK_BODY(
+      if (handle == nullptr || prop == nullptr) return REAL(cuMemCreate)(handle, size, prop, flags);
+      CUmemAllocationProp copy = *prop;
+      vgpu::Where w;
+      REAL(cuCtxGetCurrent)(&w.ctx);
+      if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        copy.location.id = vgpu::Runtime::Get().devices().ToPhysical(copy.location.id);
+        if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
+        w.device = copy.location.id;
+      }
+      w.ctx = nullptr;  // physical memory outlives contexts until cuMemRelease
+      return vgpu::Charged(ChargeKind::kVmmHandle, w, size, [&](uint64_t* key) {
+        CUresult r = REAL(cuMemCreate)(handle, size, &copy, flags);
+        *key = *handle;
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuMemRelease) CUresult CUDAAPI vgpu_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMemRelease)(handle);
+                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kVmmHandle, handle);
+                     return r;);
+}
+
+VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* d) {
+  VGPU_MEM_HOOK_BODY(
+      if (pHandle == nullptr || d == nullptr) return REAL(cuArrayCreate_v2)(pHandle, d);
+      uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
+      return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
+        CUresult r = REAL(cuArrayCreate_v2)(pHandle, d);
+        *key = vgpu::Key(*pHandle);
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuArray3DCreate_v2) CUresult CUDAAPI vgpu_hook_cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  VGPU_MEM_HOOK_BODY(
+      if (pHandle == nullptr || d == nullptr) return REAL(cuArray3DCreate_v2)(pHandle, d);
+      uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+      return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
+        CUresult r = REAL(cuArray3DCreate_v2)(pHandle, d);
+        *key = vgpu::Key(*pHandle);
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuArrayDestroy) CUresult CUDAAPI vgpu_hook_cuArrayDestroy(CUarray hArray) {
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuArrayDestroy)(hArray);
+                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kArray, vgpu::Key(hArray));
+                     return r;);
+}
+
+VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int numMipmapLevels) {
+  VGPU_MEM_HOOK_BODY(
+      if (pHandle == nullptr || d == nullptr) return REAL(cuMipmappedArrayCreate)(pHandle, d, numMipmapLevels);
+      uint64_t bytes = 0;
+      size_t w = d->Width, h = d->Height, z = d->Depth;
+      for (unsigned l = 0; l < numMipmapLevels; ++l) {
+        bytes += vgpu::ArrayBytes(w, h, z, d->Format, d->NumChannels);
+        w = w > 1 ? w / 2 : 1; h = h > 1 ? h / 2 : h; z = z > 1 ? z / 2 : z;
+      }
+      return vgpu::AllocOnCurrent(ChargeKind::kMipmappedArray, bytes, [&](uint64_t* key) {
+        CUresult r = REAL(cuMipmappedArrayCreate)(pHandle, d, numMipmapLevels);
+        *key = vgpu::Key(*pHandle);
+        return r;
+      }););
+}
+
+VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDestroy(CUmipmappedArray h) {
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMipmappedArrayDestroy)(h);
+                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kMipmappedArray, vgpu::Key(h));
+                     return r;);
+}
+
+VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
+  VGPU_MEM_HOOK_BODY(
+      CUresult r = REAL(cuMemGetInfo_v2)(free, total);
+      vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
+      CUdevice d = 0;
+      if (r != CUDA_SUCCESS || ledger == nullptr || REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS) return r;
+      uint64_t limit = ledger->Limit(d);
+      if (limit == vgpu::kUnlimited) return r;
+      uint64_t used = ledger->Used(d);
+      // The quota view, clamped: never negative, never above the device's own free.
+      uint64_t quota_free = used >= limit ? 0 : limit - used;
+      *total = limit < *total ? limit : *total;
+      *free = quota_free < *free ? quota_free : *free;
+      return r;);
+}

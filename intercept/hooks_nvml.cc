@@ -1,0 +1,182 @@
+// NVML seen through the process's configuration: only visible devices exist,
+// in the configured order, and memory is reported as the quota view, so that
+// nvidia-smi inside a container shows the quota.
+#include <strings.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "intercept/hooks.h"
+#include "intercept/real_driver.h"
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+struct NvmlView {
+  std::vector<nvmlDevice_t> handles;  // by virtual index
+  std::vector<int> physical;          // NVML index of each (== CUDA ordinal on one node)
+  std::unique_ptr<QuotaLedger> own_ledger;  // when CUDA was never initialized here
+  nvmlReturn_t status = NVML_ERROR_UNINITIALIZED;
+};
+
+NvmlView& View() {
+  static NvmlView* v = new NvmlView();
+  return *v;
+}
+
+std::mutex g_mu;
+
+nvmlReturn_t ResolveOne(const std::string& item, nvmlDevice_t* h) {
+  if (strncasecmp(item.c_str(), "GPU-", 4) == 0) return REAL_NVML(nvmlDeviceGetHandleByUUID)(item.c_str(), h);
+  return REAL_NVML(nvmlDeviceGetHandleByIndex_v2)(static_cast<unsigned>(std::stoul(item)), h);
+}
+
+// Builds the view after a successful real nvmlInit; sticky.
+nvmlReturn_t BuildView() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  NvmlView& v = View();
+  if (v.status == NVML_SUCCESS) return v.status;
+  const Config& cfg = Runtime::Get().config();
+  if (!Runtime::Get().config_ok()) return v.status = NVML_ERROR_UNINITIALIZED;
+  std::vector<std::string> items = cfg.visible_devices;
+  if (!cfg.visible_devices_set) {
+    unsigned n = 0;
+    if (nvmlReturn_t r = REAL_NVML(nvmlDeviceGetCount_v2)(&n); r != NVML_SUCCESS) return r;
+    for (unsigned i = 0; i < n; ++i) items.push_back(std::to_string(i));
+  }
+  v.handles.clear();
+  v.physical.clear();
+  std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
+  for (size_t i = 0; i < items.size(); ++i) {
+    nvmlDevice_t h = nullptr;
+    unsigned idx = 0;
+    if (ResolveOne(items[i], &h) != NVML_SUCCESS || REAL_NVML(nvmlDeviceGetIndex)(h, &idx) != NVML_SUCCESS) {
+      return v.status = NVML_ERROR_UNINITIALIZED;  // fail closed, like cuInit
+    }
+    v.handles.push_back(h);
+    v.physical.push_back(static_cast<int>(idx));
+    if (idx < kLedgerDevices) limits[idx] = cfg.LimitFor(static_cast<int>(i));
+  }
+  bool quota = !cfg.group.empty();
+  for (uint64_t l : limits) quota = quota || l != kUnlimited;
+  if (quota && Runtime::Get().ledger() == nullptr) {
+    std::string error;
+    v.own_ledger = QuotaLedger::Open(cfg.group, limits, &error);
+    if (v.own_ledger == nullptr) {
+      ReportFatal(error);
+      return v.status = NVML_ERROR_UNINITIALIZED;
+    }
+  }
+  return v.status = NVML_SUCCESS;
+}
+
+nvmlReturn_t AfterInit(nvmlReturn_t r) { return r == NVML_SUCCESS ? BuildView() : r; }
+
+int VirtualIndexOf(nvmlDevice_t h) {
+  const NvmlView& v = View();
+  for (size_t i = 0; i < v.handles.size(); ++i) {
+    if (v.handles[i] == h) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+QuotaLedger* Ledger() {
+  QuotaLedger* l = Runtime::Get().ledger();
+  return l != nullptr ? l : View().own_ledger.get();
+}
+
+// Quota view of (total, used, free) for a visible device; false: no quota.
+bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* used,
+               unsigned long long* free) {
+  int v = VirtualIndexOf(h);
+  QuotaLedger* ledger = Ledger();
+  if (v < 0 || ledger == nullptr) return false;
+  int p = View().physical[static_cast<size_t>(v)];
+  uint64_t limit = ledger->Limit(p);
+  if (limit == kUnlimited) return false;
+  uint64_t u = ledger->Used(p);
+  *total = limit < *total ? limit : *total;
+  *used = u;
+  *free = u >= *total ? 0 : *total - u;
+  return true;
+}
+
+}  // namespace
+}  // namespace vgpu
+
+using vgpu::View;
+
+#define VGPU_NVML_BODY(...) return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t { __VA_ARGS__ })
+#define VGPU_NVML_READY() \
+  if (View().status != NVML_SUCCESS) return NVML_ERROR_UNINITIALIZED
+
+VGPU_HOOK(nvmlInit) nvmlReturn_t vgpu_hook_nvmlInit() {
+  VGPU_NVML_BODY(if (REAL_NVML(nvmlInit) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+                 return vgpu::AfterInit(REAL_NVML(nvmlInit)()););
+}
+VGPU_HOOK(nvmlInit_v2) nvmlReturn_t vgpu_hook_nvmlInit_v2() {
+  VGPU_NVML_BODY(if (REAL_NVML(nvmlInit_v2) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+                 return vgpu::AfterInit(REAL_NVML(nvmlInit_v2)()););
+}
+VGPU_HOOK(nvmlInitWithFlags) nvmlReturn_t vgpu_hook_nvmlInitWithFlags(unsigned int flags) {
+  VGPU_NVML_BODY(if (REAL_NVML(nvmlInitWithFlags) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+                 return vgpu::AfterInit(REAL_NVML(nvmlInitWithFlags)(flags)););
+}
+
+VGPU_HOOK(nvmlDeviceGetCount) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount(unsigned int* count) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+                 *count = static_cast<unsigned>(View().handles.size()); return NVML_SUCCESS;);
+}
+VGPU_HOOK(nvmlDeviceGetCount_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount_v2(unsigned int* count) {
+  return vgpu_hook_nvmlDeviceGetCount(count);
+}
+
+VGPU_HOOK(nvmlDeviceGetHandleByIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+                 if (index >= View().handles.size()) return NVML_ERROR_INVALID_ARGUMENT;
+                 *device = View().handles[index]; return NVML_SUCCESS;);
+}
+VGPU_HOOK(nvmlDeviceGetHandleByIndex_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  return vgpu_hook_nvmlDeviceGetHandleByIndex(index, device);
+}
+
+VGPU_HOOK(nvmlDeviceGetHandleByUUID) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByUUID)(uuid, device);
+                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+                 return r;);
+}
+VGPU_HOOK(nvmlDeviceGetHandleByPciBusId) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByPciBusId)(pciBusId, device);
+                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+                 return r;);
+}
+VGPU_HOOK(nvmlDeviceGetHandleByPciBusId_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByPciBusId_v2)(pciBusId, device);
+                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+                 return r;);
+}
+
+VGPU_HOOK(nvmlDeviceGetIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+                 int v = vgpu::VirtualIndexOf(device);
+                 if (v < 0) return NVML_ERROR_INVALID_ARGUMENT;
+                 *index = static_cast<unsigned>(v); return NVML_SUCCESS;);
+}
+
+VGPU_HOOK(nvmlDeviceGetMemoryInfo) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+                 nvmlReturn_t r = REAL_NVML(nvmlDeviceGetMemoryInfo)(device, memory);
+                 if (r == NVML_SUCCESS) vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free);
+                 return r;);
+}
+VGPU_HOOK(nvmlDeviceGetMemoryInfo_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+                 nvmlReturn_t r = REAL_NVML(nvmlDeviceGetMemoryInfo_v2)(device, memory);
+                 if (r == NVML_SUCCESS &&
+                     vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free)) {
+                   memory->reserved = 0;
+                 }
+                 return r;);
+}

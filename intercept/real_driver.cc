@@ -1,0 +1,86 @@
+#include "intercept/real_driver.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+using DlsymFn = void* (*)(void*, const char*);
+
+DlsymFn LibcDlsym() {
+  // dlvsym is not overridden, so it reaches libc's dlsym under any of its versions.
+  static DlsymFn fn = [] {
+    auto f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
+    if (f == nullptr) f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"));
+    return f;
+  }();
+  return fn;
+}
+
+void* OpenLibrary(const std::string& configured, const char* soname) {
+  const char* name = configured.empty() ? soname : configured.c_str();
+  void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (h == nullptr) h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  return h;
+}
+
+template <typename T>
+void Resolve(void* handle, const char* name, T* out) {
+  *out = handle != nullptr ? reinterpret_cast<T>(RealDlsym(handle, name)) : nullptr;
+}
+
+RealCuda* LoadCuda() {
+  auto* t = new RealCuda();
+  t->handle = OpenLibrary(Runtime::Get().config().real_libcuda, "libcuda.so.1");
+#define VGPU_RESOLVE(sym) Resolve(t->handle, #sym, &t->sym##_);
+  VGPU_CU_HOOKS(VGPU_RESOLVE)
+  VGPU_CU_INTERNAL(VGPU_RESOLVE)
+  return t;
+}
+
+RealNvml* LoadNvml() {
+  auto* t = new RealNvml();
+  t->handle = OpenLibrary(Runtime::Get().config().real_libnvml, "libnvidia-ml.so.1");
+  VGPU_NVML_HOOKS(VGPU_RESOLVE)
+  VGPU_NVML_INTERNAL(VGPU_RESOLVE)
+#undef VGPU_RESOLVE
+  return t;
+}
+
+}  // namespace
+
+void* RealDlsym(void* handle, const char* name) {
+  DlsymFn f = LibcDlsym();
+  return f != nullptr ? f(handle, name) : nullptr;
+}
+
+const RealCuda& Cuda() {
+  static RealCuda* t = LoadCuda();
+  return *t;
+}
+
+const RealNvml& Nvml() {
+  static RealNvml* t = LoadNvml();
+  return *t;
+}
+
+bool DefinedIn(const void* symbol, const char* soname_prefix) {
+  Dl_info info{};
+  link_map* map = nullptr;
+  if (symbol == nullptr ||
+      dladdr1(symbol, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr || map->l_name == nullptr) {
+    return false;
+  }
+  const char* base = std::strrchr(map->l_name, '/');
+  base = base != nullptr ? base + 1 : map->l_name;
+  return std::strncmp(base, soname_prefix, std::strlen(soname_prefix)) == 0;
+}
+
+}  // namespace vgpu

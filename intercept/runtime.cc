@@ -1,0 +1,96 @@
+#include "intercept/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "intercept/log.h"
+#include "intercept/real_driver.h"
+
+namespace vgpu {
+namespace {
+
+std::mutex g_init_mu;
+
+void AtForkChild() { Runtime::Get().OnForkChild(); }
+
+}  // namespace
+
+void ReportFatal(const std::string& message) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::string line = "vgpu: " + message + " (refusing to run without the configured limits)\n";
+    ssize_t w = write(STDERR_FILENO, line.data(), line.size());
+    (void)w;
+  });
+  VGPU_LOG(kError, "%s", message.c_str());
+}
+
+Runtime& Runtime::Get() {
+  static Runtime* rt = new Runtime();  // never destroyed: hooks may run during exit
+  return *rt;
+}
+
+Runtime::Runtime() {
+  if (!LoadConfig([](const char* n) { return std::getenv(n); }, &config_, &config_error_)) {
+    if (config_error_.empty()) config_error_ = "invalid configuration";
+  }
+  InitLog(config_.log_level, config_.log_file);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
+}
+
+CUresult Runtime::OnCuInit() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (init_attempted_) return init_result_;
+  init_attempted_ = true;
+  init_result_ = BuildPhaseTwo();
+  if (init_result_ == CUDA_SUCCESS) ready_.store(true, std::memory_order_release);
+  return init_result_;
+}
+
+CUresult Runtime::BuildPhaseTwo() {
+  if (!config_ok()) {
+    ReportFatal(config_error_);
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  std::string error;
+  CUresult r = devices_.Build(config_.visible_devices, config_.visible_devices_set, &error);
+  if (r != CUDA_SUCCESS) {
+    ReportFatal(error.empty() ? "cannot enumerate devices" : error);
+    return r;
+  }
+  if (!config_.ValidateAgainstDeviceCount(devices_.count(), &error)) {
+    ReportFatal(error);
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  bool any_limit = false;
+  std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
+  for (int v = 0; v < devices_.count(); ++v) {
+    uint64_t l = config_.LimitFor(v);
+    int p = devices_.ToPhysical(v);
+    if (l != Config::kNoLimit && p < kLedgerDevices) {
+      limits[static_cast<size_t>(p)] = l;
+      any_limit = true;
+    }
+  }
+  if (any_limit || !config_.group.empty()) {
+    ledger_ = QuotaLedger::Open(config_.group, limits, &error);
+    if (ledger_ == nullptr) {
+      ReportFatal(error);
+      return CUDA_ERROR_NOT_INITIALIZED;
+    }
+  }
+  VGPU_LOG(kInfo, "ready: %d visible device(s), quota %s, group '%s'", devices_.count(),
+           ledger_ != nullptr ? "on" : "off", config_.group.c_str());
+  return CUDA_SUCCESS;
+}
+
+void Runtime::OnForkChild() {
+  // The parent's CUDA context does not survive fork; neither do its charges.
+  allocations_.Clear();
+  if (ledger_ != nullptr) ledger_->OnForkChild();
+}
+
+}  // namespace vgpu

@@ -1,0 +1,62 @@
+// Process-wide state of libvgpu. Built in two lazy phases so that a process
+// that never touches CUDA pays nothing: the configuration on the first hooked
+// call, the device map and quota ledger right after the real cuInit succeeds.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "common/quota_ledger.h"
+#include "intercept/allocation_tracker.h"
+#include "intercept/config.h"
+#include "intercept/device_map.h"
+
+namespace vgpu {
+
+class Runtime {
+ public:
+  static Runtime& Get();
+
+  const Config& config() const { return config_; }
+  bool config_ok() const { return config_error_.empty(); }
+
+  // Phase two; the result is sticky. Fails closed (an error, never an
+  // unlimited process) when the configuration cannot be honoured.
+  CUresult OnCuInit();
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  const DeviceMap& devices() const { return devices_; }
+  // nullptr when no quota applies (no limit and no group): pure pass-through.
+  QuotaLedger* ledger() const { return ledger_.get(); }
+  AllocationTracker& allocations() { return allocations_; }
+
+  void OnForkChild();
+
+ private:
+  Runtime();
+  CUresult BuildPhaseTwo();
+
+  Config config_;
+  std::string config_error_;
+  DeviceMap devices_;
+  std::unique_ptr<QuotaLedger> ledger_;
+  AllocationTracker allocations_;
+  std::atomic<bool> ready_{false};
+  bool init_attempted_ = false;
+  CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
+};
+
+// Reports a configuration error once on stderr: a job that would otherwise
+// run without its quota must say why it does not run at all.
+void ReportFatal(const std::string& message);
+
+}  // namespace vgpu
+
+// Hooks that need the device map or the quota return this before cuInit.
+#define VGPU_REQUIRE_READY()                                                 \
+  do {                                                                       \
+    if (!::vgpu::Runtime::Get().ready()) return CUDA_ERROR_NOT_INITIALIZED;  \
+  } while (0)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# vgpu demo on the simulated GPU node: installs the build dependencies if they
+# are missing (as root, from Debian), builds with the default preset, then
+# trains the SGD sample from C++ and from Python on the simulated node, plain
+# and under LD_PRELOAD=libvgpu.so.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${ROOT}/build"
+APT_PACKAGES=(cmake ninja-build g++ libelf-dev libunwind-dev libzstd-dev
+  libspdlog-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev python3)
+
+if [[ -t 1 ]]; then BOLD=$'\033[1m' PLAIN=$'\033[0m'; else BOLD="" PLAIN=""; fi
+section() { printf '\n%s==> %s%s\n' "${BOLD}" "$*" "${PLAIN}"; }
+die() { printf 'demo.sh: error: %s\n' "$*" >&2; exit 1; }
+
+missing_packages() {
+  local p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+      || printf '%s\n' "$p"
+  done
+}
+
+install_dependencies() {
+  section "Dependencies"
+  local missing
+  mapfile -t missing < <(missing_packages)
+  if ((${#missing[@]} == 0)); then
+    echo "all installed"
+  elif ((EUID == 0)); then
+    echo "installing: ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  else
+    die "missing packages: ${missing[*]}
+  install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+  fi
+  [[ -x /usr/local/cuda/bin/nvcc ]] || command -v nvcc >/dev/null \
+    || die "the CUDA toolkit (nvcc, cuda.h) is needed, e.g. in /usr/local/cuda"
+}
+
+build() {
+  section "Configure and build (cmake --preset default)"
+  cd "${ROOT}"
+  cmake --preset default
+  cmake --build --preset default
+}
+
+# Environment of the simulated node used by the demo.
+sim_env() {
+  export LD_LIBRARY_PATH="${BUILD}/lib/vgpu/sim${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+  export VGPU_SIM_KERNELS="${BUILD}/samples/libvgpu_sample_kernels.so"
+  export VGPU_SIM_NODE="vgpu-demo-$$"
+  export VGPU_SIM_DEVICES="${VGPU_SIM_DEVICES:-2x16GiB}"
+}
+
+# Prints the "checksum: 0x..." line of a training run's output file.
+checksum_of() { grep -o 'checksum: 0x[0-9a-f]*' "$1"; }
+
+# Trains from C++ and from Python (optionally under LD_PRELOAD) and checks that
+# both print the same checksum.
+run_samples() {
+  local preload="$1" label="$2"
+  local cubin="${BUILD}/samples/sgd_kernels.cubin"
+  local -a pre=()
+  [[ -z "${preload}" ]] || pre=("LD_PRELOAD=${preload}")
+  section "C++ training loop (vgpu_sample_train)${label}"
+  env "${pre[@]}" "${BUILD}/samples/vgpu_sample_train" --steps 100 --report-every 20 \
+    "${cubin}" | tee "${TMP}/cc.out"
+  section "Python training loop (python3 samples/train.py, ctypes)${label}"
+  env "${pre[@]}" python3 "${ROOT}/samples/train.py" --steps 100 --report-every 20 \
+    "${cubin}" | tee "${TMP}/py.out"
+  [[ "$(checksum_of "${TMP}/cc.out")" == "$(checksum_of "${TMP}/py.out")" ]] \
+    || die "the C++ and Python runs disagree"
+  echo
+  echo "C++ and Python agree: $(checksum_of "${TMP}/cc.out")"
+}
+
+main() {
+  install_dependencies
+  build
+  sim_env
+  TMP="$(mktemp -d)"
+  trap 'rm -rf "${TMP}"' EXIT
+  section "Simulated node '${VGPU_SIM_NODE}': VGPU_SIM_DEVICES=${VGPU_SIM_DEVICES}"
+  echo "libcuda.so.1 from ${BUILD}/lib/vgpu/sim; kernels run through ${VGPU_SIM_KERNELS}"
+  run_samples "" " on the simulated node"
+  if [[ -f "${BUILD}/lib/libvgpu.so" ]]; then
+    run_samples "${BUILD}/lib/libvgpu.so" " under LD_PRELOAD=libvgpu.so"
+  else
+    section "libvgpu.so not built; skipping the interposed run"
+  fi
+  section "Done"
+}
+
+main "$@"

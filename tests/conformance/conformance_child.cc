@@ -1,0 +1,194 @@
+// Helper process of the conformance suite, started by tests with posix_spawn.
+// Reports results as "key value..." lines on stdout.
+//   noinit              calls made before cuInit
+//   init                cuInit and the device list
+//   alloc BYTES         allocates, prints "alloc <code>", waits for a line on stdin
+//   allocs BYTES N      N allocations, one "alloc <i> <code>" line each
+//   sleep NS            prints "ready", waits for "go", runs @builtin vgpu_sim_sleep
+//   deref               host-dereferences a device pointer (expected to die by SIGSEGV)
+//   fdimport BYTES      receives a POSIX fd over the socket on fd 3, imports and reads it
+#include <cuda.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "conformance_common.h"
+
+using vgpu::conformance::MonotonicNs;
+
+namespace {
+
+void Out(const std::string& s) {
+  std::fputs((s + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+std::string WaitLine() {
+  std::string line;
+  std::getline(std::cin, line);
+  return line;
+}
+
+CUresult SetupContext(CUcontext* ctx) {
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) return r;
+  CUdevice d;
+  if ((r = cuDeviceGet(&d, 0)) != CUDA_SUCCESS) return r;
+  if ((r = cuDevicePrimaryCtxRetain(ctx, d)) != CUDA_SUCCESS) return r;
+  return cuCtxSetCurrent(*ctx);
+}
+
+int NoInit() {
+  int n = -1;
+  Out("count " + std::to_string(cuDeviceGetCount(&n)));
+  CUdevice d;
+  Out("get " + std::to_string(cuDeviceGet(&d, 0)));
+  CUdeviceptr p;
+  Out("alloc " + std::to_string(cuMemAlloc(&p, 1024)));
+  CUcontext c;
+  Out("ctxget " + std::to_string(cuCtxGetCurrent(&c)));
+  int v = 0;
+  CUresult r = cuDriverGetVersion(&v);
+  Out("version " + std::to_string(r) + " " + std::to_string(v));
+  Out("init " + std::to_string(cuInit(0)));
+  Out("count2 " + std::to_string(cuDeviceGetCount(&n)));
+  return 0;
+}
+
+int Init() {
+  CUresult r = cuInit(0);
+  Out("init " + std::to_string(r));
+  int n = -1;
+  CUresult rc = cuDeviceGetCount(&n);
+  Out("count " + std::to_string(rc) + " " + std::to_string(n));
+  for (int i = 0; r == CUDA_SUCCESS && i < n; ++i) {
+    CUdevice d;
+    size_t bytes = 0;
+    cuDeviceGet(&d, i);
+    cuDeviceTotalMem(&bytes, d);
+    Out("mem " + std::to_string(i) + " " + std::to_string(bytes));
+  }
+  return 0;
+}
+
+int Alloc(size_t bytes) {
+  CUcontext ctx;
+  CUresult r = SetupContext(&ctx);
+  CUdeviceptr p = 0;
+  if (r == CUDA_SUCCESS) r = cuMemAlloc(&p, bytes);
+  Out("alloc " + std::to_string(r));
+  WaitLine();
+  if (p != 0) cuMemFree(p);
+  Out("freed");
+  return 0;
+}
+
+int Allocs(size_t bytes, int n) {
+  CUcontext ctx;
+  CUresult r = SetupContext(&ctx);
+  Out("setup " + std::to_string(r));
+  for (int i = 1; i <= n; ++i) {
+    CUdeviceptr p = 0;
+    r = cuMemAlloc(&p, bytes);
+    Out("alloc " + std::to_string(i) + " " + std::to_string(r));
+  }
+  return 0;
+}
+
+int SleepKernel(uint64_t ns) {
+  CUcontext ctx;
+  CUmodule m;
+  CUfunction f;
+  CUresult r = SetupContext(&ctx);
+  if (r == CUDA_SUCCESS) r = cuModuleLoad(&m, "@builtin");
+  if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&f, m, "vgpu_sim_sleep");
+  if (r != CUDA_SUCCESS) {
+    Out("setup " + std::to_string(r));
+    return 1;
+  }
+  Out("ready");
+  if (WaitLine() != "go") return 2;
+  void* params[] = {&ns};
+  uint64_t t0 = MonotonicNs();
+  CUresult rl = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
+  CUresult rs = cuCtxSynchronize();
+  uint64_t t1 = MonotonicNs();
+  Out("times " + std::to_string(t0) + " " + std::to_string(t1) + " " + std::to_string(rl) + " " +
+      std::to_string(rs));
+  return 0;
+}
+
+int Deref() {
+  CUcontext ctx;
+  CUdeviceptr p = 0;
+  CUresult r = SetupContext(&ctx);
+  if (r == CUDA_SUCCESS) r = cuMemAlloc(&p, 4096);
+  if (r == CUDA_SUCCESS) r = cuMemsetD32(p, 0x12345678u, 1024);
+  Out("setup " + std::to_string(r));
+  if (r != CUDA_SUCCESS) return 1;
+  volatile const uint32_t* host_view = reinterpret_cast<volatile const uint32_t*>(p);
+  uint32_t v = *host_view;
+  Out("survived " + std::to_string(v));
+  return 3;
+}
+
+int FdImport(size_t bytes) {
+  int fd = vgpu::conformance::ReceiveFd(3);
+  Out("fd " + std::to_string(fd >= 0 ? 0 : -1));
+  if (fd < 0) return 1;
+  CUcontext ctx;
+  CUresult r = SetupContext(&ctx);
+  CUmemGenericAllocationHandle h = 0;
+  if (r == CUDA_SUCCESS)
+    r = cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  Out("import " + std::to_string(r));
+  if (r != CUDA_SUCCESS) return 1;
+  close(fd);
+  CUdeviceptr va = 0;
+  r = cuMemAddressReserve(&va, bytes, 0, 0, 0);
+  if (r == CUDA_SUCCESS) r = cuMemMap(va, bytes, 0, h, 0);
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 0;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (r == CUDA_SUCCESS) r = cuMemSetAccess(va, bytes, &access, 1);
+  std::vector<uint32_t> data(bytes / 4);
+  if (r == CUDA_SUCCESS) r = cuMemcpyDtoH(data.data(), va, bytes);
+  Out("map " + std::to_string(r));
+  if (r != CUDA_SUCCESS) return 1;
+  uint64_t sum = 0;
+  for (uint32_t x : data) sum += x;
+  Out("data " + std::to_string(data[0]) + " " + std::to_string(data.back()) + " " +
+      std::to_string(sum));
+  // Write back a marker the parent can see through its own mapping.
+  r = cuMemsetD32(va, 0xC0FFEEu, 1);
+  if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+  Out("write " + std::to_string(r));
+  cuMemUnmap(va, bytes);
+  cuMemAddressFree(va, bytes);
+  cuMemRelease(h);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  vgpu::conformance::PrepareSimEnvironment(nullptr);
+  if (argc < 2) return 64;
+  std::string cmd = argv[1];
+  if (cmd == "noinit") return NoInit();
+  if (cmd == "init") return Init();
+  if (cmd == "alloc" && argc == 3) return Alloc(strtoull(argv[2], nullptr, 0));
+  if (cmd == "allocs" && argc == 4) return Allocs(strtoull(argv[2], nullptr, 0), atoi(argv[3]));
+  if (cmd == "sleep" && argc == 3) return SleepKernel(strtoull(argv[2], nullptr, 0));
+  if (cmd == "deref") return Deref();
+  if (cmd == "fdimport" && argc == 3) return FdImport(strtoull(argv[2], nullptr, 0));
+  return 64;
+}

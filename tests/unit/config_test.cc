@@ -1,0 +1,570 @@
+#include "intercept/config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vgpu {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr const char* kUuid = "GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c";
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  bool Load() {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : env_) names.push_back(name);
+    error_.clear();
+    return LoadConfig(
+        [this](const char* name) -> const char* {
+          auto it = env_.find(name);
+          return it == env_.end() ? nullptr : it->second.c_str();
+        },
+        &cfg_, &error_, &names);
+  }
+
+  // Loads, expecting success.
+  void LoadOk() { ASSERT_TRUE(Load()) << error_; }
+
+  // Loads, expecting a one-line error; returns it.
+  std::string LoadError() {
+    EXPECT_FALSE(Load());
+    EXPECT_FALSE(error_.empty());
+    EXPECT_EQ(error_.find('\n'), std::string::npos) << error_;
+    return error_;
+  }
+
+  // The error for `name`=`value` alone in the environment.
+  std::string ErrorFor(const std::string& name, const std::string& value) {
+    env_ = {{name, value}};
+    return LoadError();
+  }
+
+  // Writes a JSON file and points VGPU_CONFIG at it.
+  std::string UseFile(const std::string& content) {
+    std::string path = ::testing::TempDir() + "vgpu_config_test_" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
+    std::ofstream(path) << content;
+    env_["VGPU_CONFIG"] = path;
+    return path;
+  }
+
+  std::map<std::string, std::string> env_;
+  Config cfg_;
+  std::string error_;
+};
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// --- defaults and the pass-through ---
+
+TEST_F(ConfigTest, NothingSetIsAPassThrough) {
+  LoadOk();
+  EXPECT_FALSE(cfg_.configured);
+  EXPECT_FALSE(cfg_.visible_devices_set);
+  EXPECT_TRUE(cfg_.visible_devices.empty());
+  EXPECT_EQ(cfg_.LimitFor(0), Config::kNoLimit);
+  EXPECT_EQ(cfg_.LimitFor(15), Config::kNoLimit);
+  EXPECT_EQ(cfg_.group, "");
+  EXPECT_EQ(cfg_.log_level, LogLevel::kWarn);
+  EXPECT_EQ(cfg_.log_file, "");
+  EXPECT_EQ(cfg_.real_libcuda, "");
+  EXPECT_EQ(cfg_.real_libnvml, "");
+  EXPECT_EQ(cfg_.config_file, "");
+  std::string error;
+  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(4, &error)) << error;
+}
+
+TEST_F(ConfigTest, NonPolicyOptionsLeaveItAPassThrough) {
+  env_ = {{"VGPU_LOG_LEVEL", "debug"},
+          {"VGPU_LOG_FILE", "/tmp/vgpu.log"},
+          {"VGPU_REAL_LIBCUDA", "/opt/cuda/libcuda.so.1"},
+          {"VGPU_REAL_LIBNVML", "/opt/nvml/libnvidia-ml.so.1"}};
+  LoadOk();
+  EXPECT_FALSE(cfg_.configured);
+  EXPECT_EQ(cfg_.real_libcuda, "/opt/cuda/libcuda.so.1");
+  EXPECT_EQ(cfg_.real_libnvml, "/opt/nvml/libnvidia-ml.so.1");
+}
+
+TEST_F(ConfigTest, EachPolicyOptionConfigures) {
+  for (const auto& [name, value] :
+       std::map<std::string, std::string>{{"VGPU_VISIBLE_DEVICES", "0"},
+                                          {"VGPU_DEVICE_MEMORY_LIMIT", "1g"},
+                                          {"CUDA_DEVICE_MEMORY_LIMIT", "1g"},
+                                          {"CUDA_DEVICE_MEMORY_LIMIT_0", "1g"},
+                                          {"VGPU_GROUP", "job"}}) {
+    env_ = {{name, value}};
+    LoadOk();
+    EXPECT_TRUE(cfg_.configured) << name;
+  }
+}
+
+// --- VGPU_VISIBLE_DEVICES ---
+
+TEST_F(ConfigTest, VisibleDevicesIndicesAndUuids) {
+  env_ = {{"VGPU_VISIBLE_DEVICES", " 2 , GPU-8C6E1A2B-0F3D-4E5A-9B7C-1D2E3F4A5B6C,0"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.visible_devices_set);
+  EXPECT_EQ(cfg_.visible_devices, (std::vector<std::string>{"2", kUuid, "0"}));
+}
+
+TEST_F(ConfigTest, VisibleDevicesEmptyHidesAll) {
+  env_ = {{"VGPU_VISIBLE_DEVICES", ""}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.configured);
+  EXPECT_TRUE(cfg_.visible_devices_set);
+  EXPECT_TRUE(cfg_.visible_devices.empty());
+}
+
+TEST_F(ConfigTest, VisibleDevicesSixteenIsTheMaximum) {
+  std::string all = "0";
+  for (int i = 1; i < 16; ++i) all += "," + std::to_string(i);
+  env_ = {{"VGPU_VISIBLE_DEVICES", all}};
+  LoadOk();
+  EXPECT_EQ(cfg_.visible_devices.size(), 16u);
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_VISIBLE_DEVICES", all + "," + kUuid), "more than 16"));
+}
+
+TEST_F(ConfigTest, VisibleDevicesRejectsMalformed) {
+  for (const char* bad :
+       {"a", "-1", "16", "1.0", "0x1", "01", "0,,1", "0,", ",0", "GPU-",
+        "GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6", "8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c",
+        "GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6g", "GPU-8c6e1a2b_0f3d-4e5a-9b7c-1d2e3f4a5b6c"}) {
+    std::string e = ErrorFor("VGPU_VISIBLE_DEVICES", bad);
+    EXPECT_TRUE(Contains(e, "VGPU_VISIBLE_DEVICES='")) << e;
+    EXPECT_TRUE(Contains(e, "expected")) << e;
+  }
+  EXPECT_EQ(ErrorFor("VGPU_VISIBLE_DEVICES", "x"),
+            "VGPU_VISIBLE_DEVICES='x' is not a device: expected a comma-separated list of "
+            "indices 0..15 or UUIDs like GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c");
+}
+
+TEST_F(ConfigTest, VisibleDevicesRejectsMig) {
+  std::string e = ErrorFor("VGPU_VISIBLE_DEVICES", "0,MIG-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c");
+  EXPECT_TRUE(Contains(e, "MIG")) << e;
+  EXPECT_TRUE(Contains(e, "'MIG-8c6e1a2b")) << e;
+}
+
+TEST_F(ConfigTest, VisibleDevicesRejectsDuplicates) {
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_VISIBLE_DEVICES", "1,0,1"), "twice"));
+  std::string upper = "GPU-8C6E1A2B-0F3D-4E5A-9B7C-1D2E3F4A5B6C";
+  EXPECT_TRUE(
+      Contains(ErrorFor("VGPU_VISIBLE_DEVICES", std::string(kUuid) + "," + upper), "twice"));
+}
+
+// --- VGPU_DEVICE_MEMORY_LIMIT and its aliases ---
+
+TEST_F(ConfigTest, MemoryLimitUnits) {
+  const std::map<std::string, uint64_t> cases = {
+      {"8GiB", 8 * kGiB},   {"512MiB", 512 * kMiB}, {"1g", kGiB},
+      {"512m", 512 * kMiB}, {"1073741824", kGiB},   {"1048576k", kGiB},
+      {"2G", 2 * kGiB},     {" 4GiB ", 4 * kGiB},   {"1", 1},
+      {"1TiB", 1024 * kGiB}};
+  for (const auto& [text, bytes] : cases) {
+    env_ = {{"VGPU_DEVICE_MEMORY_LIMIT", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.LimitFor(0), bytes) << text;
+    EXPECT_EQ(cfg_.LimitFor(7), bytes) << text;
+    EXPECT_TRUE(cfg_.memory_limits.empty());
+  }
+}
+
+TEST_F(ConfigTest, MemoryLimitPerDeviceList) {
+  env_ = {{"VGPU_DEVICE_MEMORY_LIMIT", "8GiB, 4GiB"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 8 * kGiB);
+  EXPECT_EQ(cfg_.LimitFor(1), 4 * kGiB);
+  EXPECT_EQ(cfg_.LimitFor(2), 0u);  // not covered: fail closed
+  EXPECT_EQ(cfg_.LimitFor(-1), 0u);
+  std::string error;
+  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(2, &error)) << error;
+  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(3, &error));
+  EXPECT_EQ(error,
+            "VGPU_DEVICE_MEMORY_LIMIT lists 2 limits but the process sees 3 devices: give one "
+            "limit for all devices or exactly one per device");
+  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(1, &error));
+}
+
+TEST_F(ConfigTest, MemoryLimitErrorMessageIsTheDocumentedOne) {
+  EXPECT_EQ(ErrorFor("VGPU_DEVICE_MEMORY_LIMIT", "8GB?"),
+            "VGPU_DEVICE_MEMORY_LIMIT='8GB?' is not a size: expected e.g. 8GiB, 512MiB, 1g or a "
+            "byte count");
+}
+
+TEST_F(ConfigTest, MemoryLimitRejectsMalformed) {
+  for (const char* bad :
+       {"", " ", "-1", "0", "0GiB", "8GB?", "1.5g", "0x10", "g", "8 GiB x", "99999999999999999999",
+        "17179869184GiB", "8GiB,,4GiB", "8GiB,", "8GiB,0", "8GiB,-4GiB", "1e9"}) {
+    std::string e = ErrorFor("VGPU_DEVICE_MEMORY_LIMIT", bad);
+    EXPECT_TRUE(Contains(e, "VGPU_DEVICE_MEMORY_LIMIT='" + std::string(bad) + "'")) << e;
+  }
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_DEVICE_MEMORY_LIMIT", "0"), "0 bytes"));
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_DEVICE_MEMORY_LIMIT", "8GiB,x"), "item 'x'"));
+  std::string many = "1g";
+  for (int i = 0; i < 16; ++i) many += ",1g";
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_DEVICE_MEMORY_LIMIT", many), "more than 16"));
+}
+
+TEST_F(ConfigTest, HamiAliasAcceptsHamiValues) {
+  for (const auto& [text, bytes] : std::map<std::string, uint64_t>{
+           {"1g", kGiB}, {"1024m", kGiB}, {"1048576k", kGiB}, {"1073741824", kGiB}}) {
+    env_ = {{"CUDA_DEVICE_MEMORY_LIMIT", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.LimitFor(0), bytes) << text;
+  }
+}
+
+TEST_F(ConfigTest, HamiAliasErrorsNameTheAlias) {
+  EXPECT_EQ(ErrorFor("CUDA_DEVICE_MEMORY_LIMIT", "lots"),
+            "CUDA_DEVICE_MEMORY_LIMIT='lots' is not a size: expected e.g. 8GiB, 512MiB, 1g or a "
+            "byte count");
+  EXPECT_TRUE(Contains(ErrorFor("CUDA_DEVICE_MEMORY_LIMIT", "0"), "CUDA_DEVICE_MEMORY_LIMIT='0'"));
+}
+
+TEST_F(ConfigTest, PrimaryNameWinsOverAlias) {
+  env_ = {{"VGPU_DEVICE_MEMORY_LIMIT", "2g"}, {"CUDA_DEVICE_MEMORY_LIMIT", "1g"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 2 * kGiB);
+}
+
+TEST_F(ConfigTest, PerIndexAliasOverridesOneDevice) {
+  env_ = {{"VGPU_DEVICE_MEMORY_LIMIT", "8g"},
+          {"CUDA_DEVICE_MEMORY_LIMIT_1", "2g"},
+          {"CUDA_DEVICE_MEMORY_LIMIT_15", "1g"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 8 * kGiB);
+  EXPECT_EQ(cfg_.LimitFor(1), 2 * kGiB);
+  EXPECT_EQ(cfg_.LimitFor(2), 8 * kGiB);
+  EXPECT_EQ(cfg_.LimitFor(15), kGiB);
+  std::string error;
+  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(16, &error)) << error;
+  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(2, &error));
+  EXPECT_EQ(error,
+            "CUDA_DEVICE_MEMORY_LIMIT_15 is set but the process sees only 2 devices (indices "
+            "0..1)");
+}
+
+TEST_F(ConfigTest, PerIndexAliasAloneLimitsOnlyThatDevice) {
+  env_ = {{"CUDA_DEVICE_MEMORY_LIMIT_0", "512m"}, {"CUDA_DEVICE_MEMORY_LIMIT", "4g"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 512 * kMiB);
+  EXPECT_EQ(cfg_.LimitFor(1), 4 * kGiB);
+  env_ = {{"CUDA_DEVICE_MEMORY_LIMIT_1", "512m"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), Config::kNoLimit);
+  EXPECT_EQ(cfg_.LimitFor(1), 512 * kMiB);
+}
+
+TEST_F(ConfigTest, PerIndexAliasOverridesAList) {
+  env_ = {{"VGPU_DEVICE_MEMORY_LIMIT", "8g,4g"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "1g"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), kGiB);
+  EXPECT_EQ(cfg_.LimitFor(1), 4 * kGiB);
+}
+
+TEST_F(ConfigTest, PerIndexAliasRejectsBadNamesAndValues) {
+  for (const char* name : {"CUDA_DEVICE_MEMORY_LIMIT_16", "CUDA_DEVICE_MEMORY_LIMIT_x",
+                           "CUDA_DEVICE_MEMORY_LIMIT_01", "CUDA_DEVICE_MEMORY_LIMIT_",
+                           "CUDA_DEVICE_MEMORY_LIMIT_-1", "CUDA_DEVICE_MEMORY_LIMIT_1_"}) {
+    std::string e = ErrorFor(name, "1g");
+    EXPECT_EQ(e, std::string(name) +
+                     " is not a per-device variable: the suffix after CUDA_DEVICE_MEMORY_LIMIT_ "
+                     "must be a device index 0..15");
+  }
+  for (const char* bad : {"", "0", "-1g", "1gg"}) {
+    std::string e = ErrorFor("CUDA_DEVICE_MEMORY_LIMIT_3", bad);
+    EXPECT_TRUE(Contains(e, "CUDA_DEVICE_MEMORY_LIMIT_3='" + std::string(bad) + "'")) << e;
+  }
+}
+
+// --- VGPU_GROUP ---
+
+TEST_F(ConfigTest, Group) {
+  for (const std::string& good :
+       std::vector<std::string>{"job42", "team-a.job_7", "A", std::string(100, 'x')}) {
+    env_ = {{"VGPU_GROUP", good}};
+    LoadOk();
+    EXPECT_EQ(cfg_.group, good);
+  }
+  for (const std::string& bad : std::vector<std::string>{
+           "", "a b", "a/b", "../x", "job:1", std::string(101, 'x'), std::string("a\nb")}) {
+    std::string e = ErrorFor("VGPU_GROUP", bad);
+    EXPECT_TRUE(Contains(e, "VGPU_GROUP='")) << e;
+    EXPECT_TRUE(Contains(e, "[A-Za-z0-9._-]")) << e;
+  }
+  EXPECT_EQ(ErrorFor("VGPU_GROUP", "a\nb"),
+            "VGPU_GROUP='a\\nb' is not a group name: use 1-100 characters from [A-Za-z0-9._-]");
+}
+
+// --- logging ---
+
+TEST_F(ConfigTest, LogLevel) {
+  const std::map<std::string, LogLevel> levels = {
+      {"off", LogLevel::kOff},   {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},
+      {"info", LogLevel::kInfo}, {"debug", LogLevel::kDebug}, {"DEBUG", LogLevel::kDebug}};
+  for (const auto& [text, level] : levels) {
+    env_ = {{"VGPU_LOG_LEVEL", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.log_level, level) << text;
+  }
+  for (const char* bad : {"", "verbose", "3", "warning"}) {
+    EXPECT_EQ(ErrorFor("VGPU_LOG_LEVEL", bad),
+              "VGPU_LOG_LEVEL='" + std::string(bad) +
+                  "' is not a log level: expected off, error, warn, info or debug");
+  }
+}
+
+TEST_F(ConfigTest, LogFile) {
+  for (const char* good : {"/var/log/vgpu.log", "stderr", "relative.log"}) {
+    env_ = {{"VGPU_LOG_FILE", good}};
+    LoadOk();
+    EXPECT_EQ(cfg_.log_file, good);
+  }
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_LOG_FILE", ""), "VGPU_LOG_FILE='' is empty"));
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_LOG_FILE", "a\tb"), "control characters"));
+}
+
+TEST_F(ConfigTest, RealLibraryPaths) {
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_REAL_LIBCUDA", ""), "VGPU_REAL_LIBCUDA='' is empty"));
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_REAL_LIBNVML", ""), "VGPU_REAL_LIBNVML='' is empty"));
+}
+
+// --- the JSON file ---
+
+TEST_F(ConfigTest, JsonFileSetsEveryKey) {
+  UseFile(R"({"visible_devices": ["1", ")" + std::string(kUuid) + R"(", 0],
+              "device_memory_limit": ["8GiB", "4GiB", 1073741824],
+              "group": "job42", "log_level": "info", "log_file": "/var/log/vgpu.log",
+              "real_libcuda": "/drv/libcuda.so.1", "real_libnvml": "/drv/libnvidia-ml.so.1"})");
+  LoadOk();
+  EXPECT_TRUE(cfg_.configured);
+  EXPECT_EQ(cfg_.visible_devices, (std::vector<std::string>{"1", kUuid, "0"}));
+  EXPECT_EQ(cfg_.memory_limits, (std::vector<uint64_t>{8 * kGiB, 4 * kGiB, kGiB}));
+  EXPECT_EQ(cfg_.group, "job42");
+  EXPECT_EQ(cfg_.log_level, LogLevel::kInfo);
+  EXPECT_EQ(cfg_.log_file, "/var/log/vgpu.log");
+  EXPECT_EQ(cfg_.real_libcuda, "/drv/libcuda.so.1");
+  EXPECT_EQ(cfg_.real_libnvml, "/drv/libnvidia-ml.so.1");
+}
+
+TEST_F(ConfigTest, JsonListsMayBeStrings) {
+  UseFile(R"({"visible_devices": "0,1", "device_memory_limit": "8GiB"})");
+  LoadOk();
+  EXPECT_EQ(cfg_.visible_devices, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(cfg_.LimitFor(1), 8 * kGiB);
+  UseFile(R"({"device_memory_limit": ["2GiB"], "visible_devices": []})");
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(5), 2 * kGiB);  // one value applies to every device
+  EXPECT_TRUE(cfg_.visible_devices_set);
+  EXPECT_TRUE(cfg_.visible_devices.empty());
+  UseFile(R"({"device_memory_limit": 536870912})");
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 512 * kMiB);
+}
+
+TEST_F(ConfigTest, EmptyJsonObjectIsAPassThrough) {
+  UseFile("{}");
+  LoadOk();
+  EXPECT_FALSE(cfg_.configured);
+}
+
+TEST_F(ConfigTest, EnvOverridesFileOverridesDefault) {
+  UseFile(R"({"device_memory_limit": "8GiB", "group": "file", "log_level": "debug",
+              "visible_devices": ["0", "1"]})");
+  env_["VGPU_GROUP"] = "env";
+  env_["CUDA_DEVICE_MEMORY_LIMIT"] = "1g";
+  env_["VGPU_VISIBLE_DEVICES"] = "";
+  LoadOk();
+  EXPECT_EQ(cfg_.group, "env");
+  EXPECT_EQ(cfg_.LimitFor(0), kGiB);
+  EXPECT_EQ(cfg_.log_level, LogLevel::kDebug);  // from the file
+  EXPECT_TRUE(cfg_.visible_devices.empty());    // env: hide all
+  EXPECT_EQ(cfg_.log_file, "");                 // default
+}
+
+TEST_F(ConfigTest, EnvSingleValueReplacesFileList) {
+  UseFile(R"({"device_memory_limit": ["8GiB", "4GiB"]})");
+  env_["VGPU_DEVICE_MEMORY_LIMIT"] = "1g";
+  LoadOk();
+  EXPECT_TRUE(cfg_.memory_limits.empty());
+  EXPECT_EQ(cfg_.LimitFor(3), kGiB);
+}
+
+TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
+  std::string path = UseFile(R"({"device_memory_limt": "8GiB"})");
+  std::string e = LoadError();
+  EXPECT_EQ(e, "VGPU_CONFIG file '" + path +
+                   "' has unknown key 'device_memory_limt': expected visible_devices, "
+                   "device_memory_limit, group, log_level, log_file, real_libcuda, real_libnvml");
+}
+
+TEST_F(ConfigTest, JsonConfigKeyIsNotAKey) {
+  UseFile(R"({"config": "/etc/other.json"})");
+  EXPECT_TRUE(Contains(LoadError(), "unknown key 'config'"));
+}
+
+TEST_F(ConfigTest, JsonWrongTypesAreErrors) {
+  const std::map<std::string, std::string> cases = {
+      {R"({"group": 42})", "group is number: expected a string"},
+      {R"({"log_level": ["info"]})", "log_level is array: expected a string"},
+      {R"({"log_file": null})", "log_file is null: expected a string"},
+      {R"({"device_memory_limit": true})", "device_memory_limit is boolean: expected a string"},
+      {R"({"device_memory_limit": 1.5})", "device_memory_limit is number"},
+      {R"({"device_memory_limit": -1})", "device_memory_limit is number"},
+      {R"({"device_memory_limit": ["1g", false]})", "device_memory_limit is array"},
+      {R"({"visible_devices": {"0": 1}})", "visible_devices is object"},
+      {R"({"visible_devices": [[0]]})", "visible_devices is array"},
+  };
+  for (const auto& [json, message] : cases) {
+    std::string path = UseFile(json);
+    std::string e = LoadError();
+    EXPECT_TRUE(Contains(e, "VGPU_CONFIG file '" + path + "': " + message)) << e;
+  }
+}
+
+TEST_F(ConfigTest, JsonBadValuesNameKeyAndFile) {
+  std::string path = UseFile(R"({"device_memory_limit": "8GB?"})");
+  EXPECT_EQ(LoadError(), "VGPU_CONFIG file '" + path +
+                             "': device_memory_limit='8GB?' is not a size: expected e.g. 8GiB, "
+                             "512MiB, 1g or a byte count");
+  path = UseFile(R"({"visible_devices": ["0", "0"]})");
+  EXPECT_TRUE(Contains(LoadError(), path + "': visible_devices='0,0' has item '0'"));
+  UseFile(R"({"device_memory_limit": 0})");
+  EXPECT_TRUE(Contains(LoadError(), "0 bytes"));
+  UseFile(R"({"group": ""})");
+  EXPECT_TRUE(Contains(LoadError(), "group=''"));
+}
+
+TEST_F(ConfigTest, JsonFileErrorsFailEvenWhenEnvOverrides) {
+  UseFile(R"({"group": "bad name"})");
+  env_["VGPU_GROUP"] = "good";
+  EXPECT_TRUE(Contains(LoadError(), "group='bad name'"));
+}
+
+TEST_F(ConfigTest, MalformedJson) {
+  for (const char* text : {"", "{", "{\"group\": \"a\",}", "{group: 1}", "[1, 2]", "\"x\"",
+                           "{\"group\": \"a\"}\n{}", "{\"group\":\n\"a\"\n"}) {
+    std::string path = UseFile(text);
+    std::string e = LoadError();
+    EXPECT_TRUE(Contains(e, "VGPU_CONFIG file '" + path + "'")) << e;
+  }
+  UseFile("[1]");
+  EXPECT_TRUE(Contains(LoadError(), "must hold a JSON object"));
+  UseFile("{");
+  EXPECT_TRUE(Contains(LoadError(), "is not valid JSON"));
+}
+
+TEST_F(ConfigTest, JsonDuplicateKeyIsAnError) {
+  UseFile(R"({"group": "a", "log_level": "info", "group": "b"})");
+  EXPECT_TRUE(Contains(LoadError(), "has key 'group' twice"));
+  UseFile(R"({"visible_devices": ["0"], "x": {"group": 1, "group": 2}})");
+  EXPECT_TRUE(Contains(LoadError(), "unknown key 'x'"));  // nested keys are not top level
+}
+
+TEST_F(ConfigTest, MissingOrEmptyConfigPath) {
+  env_ = {{"VGPU_CONFIG", "/nonexistent/vgpu.json"}};
+  EXPECT_EQ(LoadError(),
+            "VGPU_CONFIG='/nonexistent/vgpu.json' cannot be read: No such file or directory");
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_CONFIG", ""), "VGPU_CONFIG='' is empty"));
+  env_ = {{"VGPU_CONFIG", ::testing::TempDir()}};  // a directory
+  EXPECT_TRUE(Contains(LoadError(), "cannot be read"));
+}
+
+TEST_F(ConfigTest, OversizedJsonFile) {
+  UseFile("{\"group\": \"" + std::string(2 << 20, 'a') + "\"}");
+  EXPECT_TRUE(Contains(LoadError(), "larger than 1 MiB"));
+}
+
+// --- robustness ---
+
+TEST_F(ConfigTest, FailureLeavesADefaultConfig) {
+  env_ = {{"VGPU_GROUP", "job"}, {"VGPU_LOG_LEVEL", "loud"}};
+  LoadError();
+  EXPECT_FALSE(cfg_.configured);
+  EXPECT_EQ(cfg_.group, "");
+}
+
+TEST_F(ConfigTest, NothingThrows) {
+  Config cfg;
+  std::string error;
+  std::vector<std::string> names;
+  EXPECT_FALSE(LoadConfig([](const char*) -> const char* { throw std::runtime_error("boom"); },
+                          &cfg, &error, &names));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(ConfigTest, DefaultEnvNamesComeFromEnviron) {
+  Config cfg;
+  std::string error;
+  EXPECT_TRUE(LoadConfig([](const char*) -> const char* { return nullptr; }, &cfg, &error))
+      << error;
+  EXPECT_FALSE(cfg.configured);
+}
+
+// --- the table and the documentation ---
+
+TEST(ConfigOptionsTest, TableIsWellFormed) {
+  std::set<std::string> envs, keys;
+  for (const auto& o : Options()) {
+    EXPECT_TRUE(std::string(o.env).starts_with("VGPU_")) << o.env;
+    EXPECT_TRUE(envs.insert(o.env).second) << o.env;
+    if (o.json_key[0] != '\0') {
+      EXPECT_TRUE(keys.insert(o.json_key).second) << o.json_key;
+    }
+    EXPECT_NE(std::string(o.default_text), "") << o.env;
+    std::string doc = o.doc;
+    EXPECT_TRUE(!doc.empty() && doc.back() == '.') << o.env;
+    EXPECT_EQ(doc.find(". "), std::string::npos) << "one sentence: " << o.env;
+  }
+  for (const char* env :
+       {"VGPU_VISIBLE_DEVICES", "VGPU_DEVICE_MEMORY_LIMIT", "VGPU_GROUP", "VGPU_LOG_LEVEL",
+        "VGPU_LOG_FILE", "VGPU_CONFIG", "VGPU_REAL_LIBCUDA", "VGPU_REAL_LIBNVML"}) {
+    EXPECT_EQ(envs.count(env), 1u) << env;
+  }
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+TEST(ConfigOptionsTest, EveryOptionIsDocumented) {
+  std::ifstream file(std::string(VGPU_DOCS_DIR) + "/configuration.md");
+  ASSERT_TRUE(file.good()) << VGPU_DOCS_DIR "/configuration.md is missing";
+  std::vector<std::string> table_rows;
+  for (std::string line; std::getline(file, line);) {
+    if (line.starts_with("|")) table_rows.push_back(line);
+  }
+  for (const auto& o : Options()) {
+    // The option's row: "| `ENV` | `ALIAS`, ... | `json_key` | ...".
+    std::string row;
+    for (const auto& r : table_rows) {
+      if (r.starts_with("| `" + std::string(o.env) + "`")) row = r;
+    }
+    ASSERT_FALSE(row.empty()) << o.env << " has no row in docs/configuration.md";
+    for (const auto& alias : Split(o.aliases, ',')) {
+      EXPECT_TRUE(Contains(row, "`" + alias + "`")) << alias << " is not documented";
+    }
+    if (o.json_key[0] != '\0') {
+      EXPECT_TRUE(Contains(row, "`" + std::string(o.json_key) + "`")) << o.json_key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vgpu
