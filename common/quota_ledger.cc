@@ -44,7 +44,7 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
 // highest slot index ever claimed. Sums and reaps scan only [0, high-water),
 // so a group of a few processes reads a few slots instead of 512. It only
 // grows, and a claimer raises it (seq_cst) before it stores its pid and thus
-// before any reservation through the slot; see TryReserve for why this keeps
+// before any reservation through the slot; see AddThenCheck for why this keeps
 // the no-overshoot argument intact.
 std::atomic_ref<uint32_t> HighWater(LedgerRegion* r) {
   return std::atomic_ref<uint32_t>(r->reserved0);
@@ -200,8 +200,11 @@ LedgerRegion* CreateRegion(const std::string& name, const std::string& group,
     }
     return nullptr;
   }
+  // Exactly 0600 whatever the umask: members of the group reopen it O_RDWR.
   void* p = nullptr;
-  if (ftruncate(fd, sizeof(LedgerRegion)) == 0) p = MapShared(fd, sizeof(LedgerRegion));
+  if (fchmod(fd, 0600) == 0 && ftruncate(fd, sizeof(LedgerRegion)) == 0) {
+    p = MapShared(fd, sizeof(LedgerRegion));
+  }
   int saved = errno;
   close(fd);
   if (p == nullptr) {

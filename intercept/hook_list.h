@@ -37,6 +37,24 @@
   X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)       \
   X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)
 
+// Entry points that name a device but are not translated above. When the
+// process sees a remapped device set they are refused (CUDA_ERROR_NOT_SUPPORTED)
+// through dlsym and cuGetProcAddress, so no path can reach a hidden device;
+// with the identity mapping they pass through. Symbol names as exported.
+#define VGPU_CU_DEVICE_REFUSED(X)                                                 \
+  X(cuArrayGetMemoryRequirements) X(cuDeviceGetGraphMemAttribute)                \
+  X(cuDeviceGetHostAtomicCapabilities) X(cuDeviceGetNvSciSyncAttributes)         \
+  X(cuDeviceGetP2PAtomicCapabilities) X(cuDeviceGraphMemTrim)                    \
+  X(cuDeviceSetGraphMemAttribute) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
+  X(cuKernelSetCacheConfig) X(cuMemAdvise) X(cuMemAdvise_v2)                     \
+  X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemDiscardAndPrefetchBatchAsync_ptsz) \
+  X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) X(cuMemPoolGetAccess)             \
+  X(cuMemPoolSetAccess) X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_ptsz)         \
+  X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
+  X(cuMemPrefetchBatchAsync_ptsz) X(cuMemSetMemPool) X(cuMipmappedArrayGetMemoryRequirements) \
+  X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
+  X(cuStreamGetDevice_ptsz) X(cuDeviceTotalMem) X(cuDeviceGetLuid)
+
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \

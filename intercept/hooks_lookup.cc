@@ -49,10 +49,33 @@ const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
   return l.entry != nullptr ? l.entry->symbol : nullptr;
 }
 
+CUresult CUDAAPI RefuseRemapped() { return CUDA_ERROR_NOT_SUPPORTED; }
+
+bool RefusedWhenRemapped(const char* symbol) {
+  static const char* const kRefused[] = {
+#define VGPU_NAME(sym) #sym,
+      VGPU_CU_DEVICE_REFUSED(VGPU_NAME)
+#undef VGPU_NAME
+  };
+  for (const char* r : kRefused) {
+    if (std::strcmp(r, symbol) == 0) return true;
+  }
+  return false;
+}
+
+// The replacement for a real entry point, or nullptr to keep it.
+void* Replacement(const char* symbol) {
+  if (void* hook = HookFor(symbol); hook != nullptr) return hook;
+  Runtime& rt = Runtime::Get();
+  bool remapped = !rt.config().visible_devices.empty() || rt.config().visible_devices_set;
+  if (remapped && RefusedWhenRemapped(symbol)) return reinterpret_cast<void*>(&RefuseRemapped);
+  return nullptr;
+}
+
 void SubstituteHook(const char* name, int version, cuuint64_t flags, void** pfn) {
   const char* sym = SymbolFor(name, version, flags);
   if (sym == nullptr) return;
-  if (void* hook = HookFor(sym); hook != nullptr) *pfn = hook;
+  if (void* r = Replacement(sym); r != nullptr) *pfn = r;
 }
 
 }  // namespace
@@ -115,7 +138,7 @@ extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, cons
   bool cu = name[0] == 'c' && name[1] == 'u';
   bool nvml = std::strncmp(name, "nvml", 4) == 0;
   if (!cu && !nvml) return real;
-  void* hook = vgpu::HookFor(name);
-  if (hook == nullptr || hook == real) return real;
-  return vgpu::DefinedIn(real, cu ? "libcuda.so" : "libnvidia-ml.so") ? hook : real;
+  if (!vgpu::DefinedIn(real, cu ? "libcuda.so" : "libnvidia-ml.so")) return real;
+  void* replacement = vgpu::Replacement(name);
+  return replacement != nullptr ? replacement : real;
 }

@@ -213,3 +213,16 @@ SIM_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction function) {
   HandleRef h(function);
   return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+
+// The CUDA 2.0 ABI with 32-bit device pointers and sizes: simulated device
+// addresses lie above 4 GiB, so a variable's address can never be returned.
+#undef cuModuleGetGlobal
+extern "C" CUresult CUDAAPI cuModuleGetGlobal(unsigned int* dptr, unsigned int* bytes, CUmodule hmod, const char* name);
+SIM_EXPORT CUresult CUDAAPI cuModuleGetGlobal(unsigned int* dptr, unsigned int* bytes, CUmodule hmod, const char* name) {
+  SIM_ENTER("cuModuleGetGlobal");
+  return NoThrow([&] {
+    if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = ModuleGetGlobal(hmod, name, nullptr, nullptr); r != CUDA_SUCCESS) return r;
+    return CUDA_ERROR_NOT_SUPPORTED;
+  });
+}

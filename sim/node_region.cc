@@ -277,11 +277,12 @@ double NodeRegion::Utilization(int d, uint64_t window_ns) const {
     if (w < oldest_wall) oldest_wall = w, oldest_busy = b;
   }
   if (best_wall == 0) {
-    if (oldest_wall == UINT64_MAX) {
-      uint64_t since = header_->created_ns;
-      return now > since ? std::min(1.0, static_cast<double>(busy_now) / (now - since)) : 0.0;
-    }
-    best_wall = oldest_wall, best_busy = oldest_busy;
+    // No sample is old enough. A node younger than the window counts from its
+    // creation (zero busy then); an older one from its oldest sample.
+    uint64_t created = header_->created_ns;
+    bool young = now - created <= window_ns || oldest_wall == UINT64_MAX;
+    best_wall = young ? created : oldest_wall;
+    best_busy = young ? 0 : oldest_busy;
   }
   if (now <= best_wall || busy_now < best_busy) return 0.0;
   return std::min(1.0, static_cast<double>(busy_now - best_busy) / (now - best_wall));
