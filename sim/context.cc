@@ -72,10 +72,11 @@ void TeardownContext(Context* ctx) {
     UnregisterStream(s);
     s->Retire();
   }
+  // Modules first: their variables live in the context's device memory.
+  DestroyModulesOfContext(AsHandle(ctx));
   for (const AllocInfo& a : AddressSpace::Get().AllocationsOf(AsHandle(ctx))) {
     if (a.kind == AllocKind::kDevice) FreeDeviceMemory(a.base);
   }
-  DestroyModulesOfContext(AsHandle(ctx));
   ctx->sticky_error.store(CUDA_SUCCESS);
   if (ctx->primary) {
     // A primary context comes back to life on the next retain, with a new legacy stream.

@@ -155,6 +155,7 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
       if (slot.pid.compare_exchange_strong(expected, -pid)) {  // claimed, not yet visible
         slot.start_time.store(start);
         for (auto& u : slot.used_bytes) u.store(0);
+        for (auto& b : slot.busy_ns) b.store(0);
         slot.context_mask.store(0);
         slot.pid.store(pid, std::memory_order_release);
         *out = &slot;
@@ -252,6 +253,7 @@ void NodeRegion::EngineRelease(int d, uint64_t started_ns) {
   uint64_t busy = dev.busy_ns.fetch_add(now - started_ns) + (now - started_ns);
   dev.running_since_ns.store(0, std::memory_order_relaxed);
   dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
+  if (self_ != nullptr) self_->busy_ns[d].fetch_add(now - started_ns, std::memory_order_relaxed);
   uint32_t last = dev.util_next.load() % kUtilSamples;
   uint32_t prev = (last + kUtilSamples - 1) % kUtilSamples;
   if (now - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {

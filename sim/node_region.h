@@ -18,7 +18,7 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 1;
+inline constexpr uint32_t kNodeVersion = 2;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 256;
 inline constexpr int kUtilSamples = 64;
@@ -48,6 +48,9 @@ struct ProcessSlot {
   std::atomic<uint64_t> start_time;  // /proc/<pid>/stat field 22, guards against pid reuse
   std::atomic<uint64_t> used_bytes[kMaxDevices];
   std::atomic<uint32_t> context_mask;  // bit d: the process has a context on device d
+  // Engine time this process's kernels used on each device: the simulated
+  // GPU's own per-process accounting (ground truth for compute-share tests).
+  std::atomic<uint64_t> busy_ns[kMaxDevices];
 };
 
 struct NodeHeader {

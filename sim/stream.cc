@@ -231,7 +231,9 @@ void Stream::ExecuteKernel(Op& op) {
                                         op.params, &device_ns);
   if (device_ns > 0) SleepUntil(start + device_ns);
   node.EngineRelease(ctx_->device, start);
-  if (r != CUDA_SUCCESS) {
+  // Only a fault poisons the context, as on a GPU; a launch whose module was
+  // unloaded meanwhile just does nothing.
+  if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED) {
     int ok = CUDA_SUCCESS;
     ctx_->sticky_error.compare_exchange_strong(ok, r);
   }

@@ -40,3 +40,13 @@ target_compile_definitions(sim_module_unit_tests PRIVATE
   VGPU_FIXTURE_DIR="${VGPU_MODULE_FIXTURE_DIR}"
   VGPU_TEST_KERNEL_LIB="$<TARGET_FILE:sim_module_test_kernels>")
 gtest_discover_tests(sim_module_unit_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+
+# The module, library and launch entry points of the built libcuda.
+add_executable(sim_module_api_tests sim_module_api_test.cc)
+target_link_libraries(sim_module_api_tests PRIVATE vgpu_sim_cuda vgpu_cuda_headers vgpu_warnings
+                      GTest::gtest_main Threads::Threads)
+add_dependencies(sim_module_api_tests sim_module_fixtures sim_module_test_kernels)
+target_compile_definitions(sim_module_api_tests PRIVATE
+  VGPU_FIXTURE_DIR="${VGPU_MODULE_FIXTURE_DIR}"
+  VGPU_TEST_KERNEL_LIB="$<TARGET_FILE:sim_module_test_kernels>")
+gtest_discover_tests(sim_module_api_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)

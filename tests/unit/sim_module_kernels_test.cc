@@ -137,12 +137,13 @@ TEST(KernelLibraries, FindsKernelsInTheirOwnHandle) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("/nonexistent/libnothing.so"), std::string::npos);
   EXPECT_EQ(libs.size(), 1u);
-  vgpu_sim_kernel_fn fn = libs.Find("grad");
+  EXPECT_NE(libs.Find("grad"), nullptr);
+  vgpu_sim_kernel_fn fn = libs.Find("noparams");
   ASSERT_NE(fn, nullptr);
   vgpu_sim_launch l{};
   EXPECT_EQ(fn(&l), 0);
   EXPECT_EQ(l.device_time_ns, 42u);
-  EXPECT_EQ(libs.Find("with_struct"), nullptr);
+  EXPECT_EQ(libs.Find("_Z11with_struct4PaircsPd"), nullptr);
   EXPECT_EQ(KernelSymbol("grad"), "vgpu_sim_kernel_grad");
 }
 
