@@ -3,8 +3,8 @@
 // overhead is measured on top of these figures, so they must stay well under
 // a microsecond per call.
 //
-// Runs on its own simulated node (VGPU_SIM_NODE defaults to a per-process
-// name); finds the sim's libcuda.so.1 through its RUNPATH.
+// Runs on its own simulated node (VGPU_SIM_NODE defaults to vgpu-bench-sim);
+// finds the sim's libcuda.so.1 through its RUNPATH.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <unistd.h>
@@ -142,8 +142,9 @@ BENCHMARK(BM_StreamQueryIdle);
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string node = "vgpu-bench-" + std::to_string(getpid());
-  setenv("VGPU_SIM_NODE", node.c_str(), 0);
+  // A fixed name: the sim keeps a node's region after its processes exit, so a
+  // per-run name would leave one behind each run.
+  setenv("VGPU_SIM_NODE", "vgpu-bench-sim", 0);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!SetUp()) return 1;

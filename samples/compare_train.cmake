@@ -1,7 +1,8 @@
 # Runs vgpu_sample_train and train.py with the same arguments and checks that
 # they print the same losses and the same final checksum.
 #   cmake -DPYTHON=... -DSCRIPT=train.py -DTRAIN=vgpu_sample_train
-#         -DMODULE=sgd_kernels.cubin -P compare_train.cmake
+#         -DMODULE=sgd_kernels.cubin [-DPRELOAD=libasan.so] -P compare_train.cmake
+# PRELOAD: a sanitizer runtime that python (not instrumented) must preload.
 set(args --steps 30 --report-every 5 ${MODULE})
 
 function(run_and_extract out)
@@ -18,7 +19,11 @@ function(run_and_extract out)
 endfunction()
 
 run_and_extract(cc ${TRAIN})
-run_and_extract(py ${PYTHON} ${SCRIPT})
+set(python ${PYTHON})
+if(PRELOAD)
+  set(python ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} ASAN_OPTIONS=detect_leaks=0 ${PYTHON})
+endif()
+run_and_extract(py ${python} ${SCRIPT})
 string(REPLACE ";" "\n" cc_text "${cc}")
 string(REPLACE ";" "\n" py_text "${py}")
 if(NOT cc_text STREQUAL py_text)

@@ -51,7 +51,7 @@ build() {
 sim_env() {
   export LD_LIBRARY_PATH="${BUILD}/lib/vgpu/sim${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
   export VGPU_SIM_KERNELS="${BUILD}/samples/libvgpu_sample_kernels.so"
-  export VGPU_SIM_NODE="vgpu-demo-$$"
+  export VGPU_SIM_NODE="${VGPU_SIM_NODE:-vgpu-demo}"
   export VGPU_SIM_DEVICES="${VGPU_SIM_DEVICES:-2x16GiB}"
 }
 

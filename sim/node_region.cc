@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -82,8 +83,8 @@ std::string CheckHeader(const NodeHeader* h, const std::string& shm) {
 // Maps an existing region once its creator has sized and initialized it.
 NodeHeader* MapExisting(int fd, const std::string& shm, std::string* error) {
   struct stat st{};
-  for (int i = 0; i < 500; ++i) {  // the creator ftruncates right after creating
-    if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(NodeHeader))) break;
+  for (int i = 0; i < 500; ++i) {  // the creator sizes it in one ftruncate right after creating
+    if (fstat(fd, &st) == 0 && st.st_size != 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (st.st_size != static_cast<off_t>(sizeof(NodeHeader))) {
@@ -111,11 +112,24 @@ NodeHeader* MapExisting(int fd, const std::string& shm, std::string* error) {
   return h;
 }
 
-NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, std::string* error) {
+// A region of another layout that no process holds (every user keeps a
+// shared flock on it) is left over from an older build: replace it.
+bool RemoveIfUnused(const std::string& shm) {
+  int fd = shm_open(shm.c_str(), O_RDWR, 0);
+  if (fd < 0) return errno == ENOENT;
+  bool unused = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (unused) shm_unlink(shm.c_str());
+  close(fd);
+  return unused;
+}
+
+NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, int* lock_fd, std::string* error,
+                         bool retry = true) {
   std::string shm = NodeRegion::ShmName(config.node_name);
   *created = false;
   int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd >= 0) {
+    flock(fd, LOCK_SH);
     *created = true;
     if (ftruncate(fd, sizeof(NodeHeader)) != 0) {
       *error = "cannot size simulated node region: " + std::string(strerror(errno));
@@ -124,11 +138,12 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, std::string* er
       return nullptr;
     }
     void* p = mmap(nullptr, sizeof(NodeHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
       *error = "cannot map simulated node region: " + std::string(strerror(errno));
+      close(fd);
       return nullptr;
     }
+    *lock_fd = fd;
     InitHeader(static_cast<NodeHeader*>(p), config);
     return static_cast<NodeHeader*>(p);
   }
@@ -141,8 +156,15 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, std::string* er
     *error = "cannot open simulated node region /dev/shm" + shm + ": " + strerror(errno);
     return nullptr;
   }
+  flock(fd, LOCK_SH);
   NodeHeader* h = MapExisting(fd, shm, error);
-  close(fd);
+  if (h == nullptr) {
+    flock(fd, LOCK_UN);
+    close(fd);
+    if (retry && RemoveIfUnused(shm)) return OpenOrCreate(config, created, lock_fd, error, false);
+    return nullptr;
+  }
+  *lock_fd = fd;
   return h;
 }
 
@@ -178,7 +200,8 @@ std::string NodeRegion::ShmName(const std::string& node_name) { return "/vgpu-si
 
 NodeRegion* NodeRegion::Open(const SimConfig& config, std::string* error) {
   bool created = false;
-  NodeHeader* h = OpenOrCreate(config, &created, error);
+  int lock_fd = -1;  // held open (with its shared flock) for the process's life
+  NodeHeader* h = OpenOrCreate(config, &created, &lock_fd, error);
   if (h == nullptr) return nullptr;
   if (std::strncmp(h->devices_spec, config.devices_spec.c_str(), sizeof h->devices_spec) != 0) {
     *error = "VGPU_SIM_DEVICES='" + config.devices_spec + "' differs from '" + h->devices_spec +
@@ -208,9 +231,12 @@ NodeRegion* NodeRegion::Attach(const std::string& node_name, std::string* error)
     *error = "no simulated node '" + node_name + "' is running";
     return nullptr;
   }
+  flock(fd, LOCK_SH);  // kept: a monitor is a user too
   NodeHeader* h = MapExisting(fd, shm, error);
-  close(fd);
-  if (h == nullptr) return nullptr;
+  if (h == nullptr) {
+    close(fd);
+    return nullptr;
+  }
   auto* region = new NodeRegion();
   region->header_ = h;
   return region;
