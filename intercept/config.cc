@@ -296,6 +296,53 @@ bool ParseRealLibnvml(const Input& in, Config* cfg, std::string* error) {
 //   {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT", "compute_share", "100", "..."},
 //    Kind::kList, true, ParseComputeShare, nullptr},
 // and likewise VGPU_COMPUTE_WEIGHT, VGPU_PRIORITY and VGPU_COMPUTE_POLICY.
+bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
+  std::string v = Trim(in.text);
+  if (!v.empty() && v.back() == '%') v.pop_back();
+  char* end = nullptr;
+  double pct = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(pct > 0 && pct <= 100)) {
+    return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30", error);
+  }
+  cfg->compute_share_permille = static_cast<uint32_t>(pct * 10 + 0.5);
+  if (cfg->compute_share_permille == 0) cfg->compute_share_permille = 1;
+  return true;
+}
+
+bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
+  std::string v = Trim(in.text);
+  char* end = nullptr;
+  long w = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || w < 1 || w > 1000) {
+    return Fail(in, "is not a weight: expected an integer from 1 to 1000", error);
+  }
+  cfg->compute_weight = static_cast<uint32_t>(w);
+  return true;
+}
+
+bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
+  std::string v = Lower(Trim(in.text));
+  if (v != "high" && v != "normal") return Fail(in, "is not a priority: expected high or normal", error);
+  cfg->high_priority = v == "high";
+  return true;
+}
+
+bool ParseComputePolicy(const Input& in, Config* cfg, std::string* error) {
+  static constexpr std::pair<const char*, Config::ComputePolicy> kPolicies[] = {
+      {"fixed", Config::ComputePolicy::kFixed},
+      {"weighted", Config::ComputePolicy::kWeighted},
+      {"native", Config::ComputePolicy::kNative},
+  };
+  std::string v = Lower(Trim(in.text));
+  for (const auto& [name, policy] : kPolicies) {
+    if (v == name) {
+      cfg->compute_policy = policy;
+      return true;
+    }
+  }
+  return Fail(in, "is not a policy: expected fixed, weighted or native", error);
+}
+
 constexpr OptionSpec kOptions[] = {
     {{"VGPU_VISIBLE_DEVICES", "", "visible_devices", "all devices",
       "Physical devices the process sees, as indices or GPU UUIDs, in the order it sees them; "
@@ -318,6 +365,35 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      true,
      ParseGroup,
+     nullptr},
+    {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT", "compute_share", "none (no cap)",
+      "Compute share of each device in percent (1-100): a cap with the fixed policy, the "
+      "guaranteed part with the weighted one."},
+     Kind::kScalar,
+     true,
+     ParseComputeShare,
+     nullptr},
+    {{"VGPU_COMPUTE_WEIGHT", "", "compute_weight", "1",
+      "Weight (1-1000) with the weighted policy: idle capacity is split among active tenants "
+      "in proportion to their weights."},
+     Kind::kScalar,
+     true,
+     ParseComputeWeight,
+     nullptr},
+    {{"VGPU_PRIORITY", "", "priority", "normal",
+      "high: the tenant runs as if alone while it is active and every normal tenant of the "
+      "device yields; normal otherwise."},
+     Kind::kScalar,
+     true,
+     ParsePriority,
+     nullptr},
+    {{"VGPU_COMPUTE_POLICY", "", "compute_policy",
+      "fixed with a share, weighted with a weight or high priority, else native",
+      "fixed (never above the share, even on an idle GPU), weighted (work-conserving by "
+      "weight) or native (memory isolation only, no compute scheduling)."},
+     Kind::kScalar,
+     true,
+     ParseComputePolicy,
      nullptr},
     {{"VGPU_LOG_LEVEL", "", "log_level", "warn",
       "Least severe message logged: off, error, warn, info or debug."},
@@ -668,6 +744,17 @@ bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
     *error = "vgpu configuration could not be read (internal error)";
     return false;
   }
+}
+
+}  // namespace vgpu
+
+namespace vgpu {
+
+Config::ComputePolicy Config::EffectivePolicy() const {
+  if (compute_policy != ComputePolicy::kAuto) return compute_policy;
+  if (compute_share_permille != 0) return ComputePolicy::kFixed;
+  if (compute_weight != 0 || high_priority) return ComputePolicy::kWeighted;
+  return ComputePolicy::kNative;
 }
 
 }  // namespace vgpu

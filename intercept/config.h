@@ -44,6 +44,15 @@ struct Config {
   std::string real_libcuda;              // VGPU_REAL_LIBCUDA; empty: soname lookup
   std::string real_libnvml;              // VGPU_REAL_LIBNVML
   std::string config_file;               // VGPU_CONFIG; empty: none
+  // Compute share (docs/configuration.md, "Compute share").
+  enum class ComputePolicy { kAuto, kNative, kFixed, kWeighted };
+  uint32_t compute_share_permille = 0;  // VGPU_COMPUTE_SHARE / CUDA_DEVICE_SM_LIMIT; 0: unset
+  uint32_t compute_weight = 0;          // VGPU_COMPUTE_WEIGHT; 0: unset (1)
+  bool high_priority = false;           // VGPU_PRIORITY=high
+  ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
+  // The policy in force: explicit, else fixed with a share, weighted with a
+  // weight or high priority, else native (memory isolation only).
+  ComputePolicy EffectivePolicy() const;
   bool configured = false;               // any policy option set (else pure pass-through)
 
   // Limit for visible device i (kNoLimit if none). Fails closed: an index the

@@ -405,7 +405,8 @@ TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
   std::string e = LoadError();
   EXPECT_EQ(e, "VGPU_CONFIG file '" + path +
                    "' has unknown key 'device_memory_limt': expected visible_devices, "
-                   "device_memory_limit, group, log_level, log_file, real_libcuda, real_libnvml");
+                   "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
+            "log_level, log_file, real_libcuda, real_libnvml");
 }
 
 TEST_F(ConfigTest, JsonConfigKeyIsNotAKey) {
