@@ -1,5 +1,7 @@
 #include "common/process_info.h"
 
+#include <sys/auxv.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,13 @@ uint64_t ProcessStartTime(pid_t pid) {
   char state = p[2];
   if (state == 'Z' || state == 'X') return 0;  // a zombie holds no GPU memory
   return start;
+}
+
+uint64_t ProcessImageId() {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM));
+  uint64_t id = 0;
+  if (bytes != nullptr) std::memcpy(&id, bytes, sizeof id);
+  return id == 0 ? 1 : id;
 }
 
 }  // namespace vgpu

@@ -12,4 +12,10 @@ namespace vgpu {
 // pair names one process for the life of the system.
 uint64_t ProcessStartTime(pid_t pid);
 
+// Identity of this process *image*: random bytes the kernel places at every
+// exec (AT_RANDOM), the same for every library of the process and inherited
+// by fork()ed children. A slot with our pid and start time but another image
+// id belongs to what this process was before it exec'd.
+uint64_t ProcessImageId();
+
 }  // namespace vgpu

@@ -380,6 +380,8 @@ std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
     if (error->empty()) *error = "quota ledger " + DevShmPath(name) + ": keeps disappearing";
     return nullptr;
   }
+  // What this process was before an exec holds nothing any more.
+  ledger->ReleasePreviousImages(nullptr, getpid(), ProcessStartTime(getpid()));
   return ledger;
 }
 
@@ -398,6 +400,23 @@ QuotaLedger::~QuotaLedger() {
   munmap(region_, mapped_bytes_);
 }
 
+// exec() ends the old image and, with it, its device memory; its slot keeps
+// our pid and start time, so only the image id tells it apart.
+void QuotaLedger::ReleasePreviousImages(LedgerSlot* mine, pid_t pid, uint64_t start) {
+  const uint64_t image = ProcessImageId();
+  for (int i = 0; i < kLedgerSlots; ++i) {
+    LedgerSlot& slot = region_->slots[i];
+    int32_t p = slot.pid.load();
+    if (&slot == mine || p != pid || slot.start_time.load() != start ||
+        slot.image_id.load() == image) {
+      continue;
+    }
+    if (!slot.pid.compare_exchange_strong(p, -pid)) continue;
+    for (auto& u : slot.used) u.store(0, std::memory_order_seq_cst);
+    slot.pid.store(0, std::memory_order_release);
+  }
+}
+
 LedgerSlot* QuotaLedger::Self() {
   LedgerSlot* s = self_.load(std::memory_order_acquire);
   if (s != nullptr) return s;
@@ -411,6 +430,7 @@ LedgerSlot* QuotaLedger::Self() {
       if (slot.pid.load(std::memory_order_relaxed) != 0) continue;
       if (!slot.pid.compare_exchange_strong(expected, -pid, std::memory_order_acq_rel)) continue;
       slot.start_time.store(start, std::memory_order_relaxed);
+      slot.image_id.store(ProcessImageId(), std::memory_order_relaxed);
       for (auto& u : slot.used) u.store(0, std::memory_order_seq_cst);
       RaiseHighWater(region_, static_cast<uint32_t>(i) + 1);
       slot.pid.store(pid, std::memory_order_release);
@@ -424,6 +444,7 @@ LedgerSlot* QuotaLedger::Self() {
     s->pid.store(0, std::memory_order_release);
     return expected;
   }
+  ReleasePreviousImages(s, pid, start);
   return s;
 }
 

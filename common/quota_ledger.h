@@ -24,7 +24,7 @@
 namespace vgpu {
 
 inline constexpr uint64_t kLedgerMagic = 0x3151474c55504756ull;  // "VGPULGQ1"
-inline constexpr uint32_t kLedgerVersion = 1;
+inline constexpr uint32_t kLedgerVersion = 2;
 inline constexpr int kLedgerDevices = 16;
 inline constexpr int kLedgerSlots = 512;
 inline constexpr uint64_t kUnlimited = UINT64_MAX;
@@ -33,6 +33,7 @@ struct LedgerSlot {
   std::atomic<int32_t> pid;          // 0 free, -pid while being claimed or reaped
   std::atomic<uint64_t> start_time;  // /proc/<pid>/stat field 22
   std::atomic<uint64_t> used[kLedgerDevices];
+  std::atomic<uint64_t> image_id;    // ProcessImageId(): tells a pre-exec image apart
 };
 
 struct LedgerRegion {
@@ -84,6 +85,7 @@ class QuotaLedger {
  private:
   QuotaLedger() = default;
   LedgerSlot* Self();  // claims a slot on first use in this process
+  void ReleasePreviousImages(LedgerSlot* mine, pid_t pid, uint64_t start);
 
   LedgerRegion* region_ = nullptr;
   size_t mapped_bytes_ = 0;

@@ -22,11 +22,11 @@ std::string FormatUuid(const CUuuid& u) {
 CUresult DeviceMap::Build(const std::vector<std::string>& visible, bool visible_set,
                           std::string* error) {
   int n = 0;
-  if (CUresult r = REAL(cuDeviceGetCount)(&n); r != CUDA_SUCCESS) return r;
+  if (CUresult r = REAL_CALL(cuDeviceGetCount, &n); r != CUDA_SUCCESS) return r;
   std::vector<std::string> all(static_cast<size_t>(n));
   for (int p = 0; p < n; ++p) {
     CUuuid u{};
-    if (CUresult r = REAL(cuDeviceGetUuid_v2)(&u, p); r != CUDA_SUCCESS) return r;
+    if (CUresult r = REAL_CALL(cuDeviceGetUuid_v2, &u, p); r != CUDA_SUCCESS) return r;
     all[static_cast<size_t>(p)] = FormatUuid(u);
   }
   physical_.clear();

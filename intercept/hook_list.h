@@ -21,7 +21,8 @@
   X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)                    \
   X(cuDevicePrimaryCtxSetFlags_v2)                                               \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
-  X(cuCtxGetDevice)                                                              \
+  X(cuCtxGetDevice) X(cuCtxGetDevice_v2) X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) \
+  X(cuMemSetMemPool)                                                            \
   /* memory: every path that takes device memory counts against the quota */     \
   X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged)    \
   X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)          \
@@ -48,10 +49,10 @@
   X(cuDeviceSetGraphMemAttribute) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
   X(cuKernelSetCacheConfig) X(cuMemAdvise) X(cuMemAdvise_v2)                     \
   X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemDiscardAndPrefetchBatchAsync_ptsz) \
-  X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) X(cuMemPoolGetAccess)             \
+  X(cuMemPoolGetAccess)                                                          \
   X(cuMemPoolSetAccess) X(cuMemPrefetchAsync) X(cuMemPrefetchAsync_ptsz)         \
   X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
-  X(cuMemPrefetchBatchAsync_ptsz) X(cuMemSetMemPool) X(cuMipmappedArrayGetMemoryRequirements) \
+  X(cuMemPrefetchBatchAsync_ptsz) X(cuMipmappedArrayGetMemoryRequirements)      \
   X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
   X(cuStreamGetDevice_ptsz) X(cuDeviceTotalMem) X(cuDeviceGetLuid)
 
@@ -62,6 +63,7 @@
 
 // NVML entry points (types from sim/nvml/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \
+  X(nvmlShutdown)                                                                \
   X(nvmlInit) X(nvmlInit_v2) X(nvmlInitWithFlags) X(nvmlDeviceGetCount)          \
   X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex)                         \
   X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByUUID)                  \

@@ -66,28 +66,28 @@ VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, 
 
 VGPU_HOOK(cuDeviceGetName) CUresult CUDAAPI vgpu_hook_cuDeviceGetName(char* name, int len, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetName)(name, len, p););
+                        return REAL_CALL(cuDeviceGetName, name, len, p););
 }
 
 VGPU_HOOK(cuDeviceGetUuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetUuid)(uuid, p););
+                        return REAL_CALL(cuDeviceGetUuid, uuid, p););
 }
 
 VGPU_HOOK(cuDeviceGetUuid_v2) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetUuid_v2)(uuid, p););
+                        return REAL_CALL(cuDeviceGetUuid_v2, uuid, p););
 }
 
 VGPU_HOOK(cuDeviceGetLuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetLuid(char* luid, unsigned int* mask, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetLuid)(luid, mask, p););
+                        return REAL_CALL(cuDeviceGetLuid, luid, mask, p););
 }
 
 VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL(cuDeviceTotalMem_v2)(bytes, p);
+      CUresult r = REAL_CALL(cuDeviceTotalMem_v2, bytes, p);
       uint64_t limit = vgpu::Runtime::Get().config().LimitFor(dev);
       // The quota is the device's size as far as the process can tell.
       if (r == CUDA_SUCCESS && limit < *bytes) *bytes = limit;
@@ -96,28 +96,28 @@ VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(si
 
 VGPU_HOOK(cuDeviceGetAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetAttribute)(pi, attrib, p););
+                        return REAL_CALL(cuDeviceGetAttribute, pi, attrib, p););
 }
 
 VGPU_HOOK(cuDeviceGetProperties) CUresult CUDAAPI vgpu_hook_cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetProperties)(prop, p););
+                        return REAL_CALL(cuDeviceGetProperties, prop, p););
 }
 
 VGPU_HOOK(cuDeviceComputeCapability) CUresult CUDAAPI vgpu_hook_cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceComputeCapability)(major, minor, p););
+                        return REAL_CALL(cuDeviceComputeCapability, major, minor, p););
 }
 
 VGPU_HOOK(cuDeviceGetPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetPCIBusId)(pciBusId, len, p););
+                        return REAL_CALL(cuDeviceGetPCIBusId, pciBusId, len, p););
 }
 
 VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
   VGPU_DEVICE_HOOK_BODY(
       if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      CUdevice p = 0; CUresult r = REAL(cuDeviceGetByPCIBusId)(&p, pciBusId);
+      CUdevice p = 0; CUresult r = REAL_CALL(cuDeviceGetByPCIBusId, &p, pciBusId);
       if (r != CUDA_SUCCESS) return r;
       int v = vgpu::Map().ToVirtual(p);
       if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
@@ -127,44 +127,44 @@ VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusI
 VGPU_HOOK(cuDeviceCanAccessPeer) CUresult CUDAAPI vgpu_hook_cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
                         if (!Phys(dev, &p) || !Phys(peerDev, &q)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceCanAccessPeer)(canAccessPeer, p, q););
+                        return REAL_CALL(cuDeviceCanAccessPeer, canAccessPeer, p, q););
 }
 
 VGPU_HOOK(cuDeviceGetP2PAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
                         if (!Phys(srcDevice, &p) || !Phys(dstDevice, &q)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetP2PAttribute)(value, attrib, p, q););
+                        return REAL_CALL(cuDeviceGetP2PAttribute, value, attrib, p, q););
 }
 
 VGPU_HOOK(cuDeviceGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetDefaultMemPool)(pool_out, p););
+                        return REAL_CALL(cuDeviceGetDefaultMemPool, pool_out, p););
 }
 
 VGPU_HOOK(cuDeviceGetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetMemPool)(pool, p););
+                        return REAL_CALL(cuDeviceGetMemPool, pool, p););
 }
 
 VGPU_HOOK(cuDeviceSetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceSetMemPool)(p, pool););
+                        return REAL_CALL(cuDeviceSetMemPool, p, pool););
 }
 
 VGPU_HOOK(cuDeviceGetTexture1DLinearMaxWidth) CUresult CUDAAPI vgpu_hook_cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetTexture1DLinearMaxWidth)(maxWidthInElements, format, numChannels, p););
+                        return REAL_CALL(cuDeviceGetTexture1DLinearMaxWidth, maxWidthInElements, format, numChannels, p););
 }
 
 VGPU_HOOK(cuDeviceGetExecAffinitySupport) CUresult CUDAAPI vgpu_hook_cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDeviceGetExecAffinitySupport)(pi, type, p););
+                        return REAL_CALL(cuDeviceGetExecAffinitySupport, pi, type, p););
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL(cuDevicePrimaryCtxRetain)(pctx, p);
+      CUresult r = REAL_CALL(cuDevicePrimaryCtxRetain, pctx, p);
       if (r == CUDA_SUCCESS && p < 64) vgpu::g_primary[p] = *pctx;
       return r;);
 }
@@ -172,10 +172,10 @@ VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCt
 VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL(cuDevicePrimaryCtxRelease_v2)(p);
+      CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
       unsigned flags = 0; int active = 1;
       // The last release destroys the context and, with it, its memory.
-      if (r == CUDA_SUCCESS && p < 64 && REAL(cuDevicePrimaryCtxGetState)(p, &flags, &active) == CUDA_SUCCESS &&
+      if (r == CUDA_SUCCESS && p < 64 && REAL_CALL(cuDevicePrimaryCtxGetState, p, &flags, &active) == CUDA_SUCCESS &&
           !active) {
         vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
       }
@@ -185,45 +185,45 @@ VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrima
 VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL(cuDevicePrimaryCtxReset_v2)(p);
+      CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
       if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
       return r;);
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxGetState) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDevicePrimaryCtxGetState)(p, flags, active););
+                        return REAL_CALL(cuDevicePrimaryCtxGetState, p, flags, active););
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxSetFlags_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuDevicePrimaryCtxSetFlags_v2)(p, flags););
+                        return REAL_CALL(cuDevicePrimaryCtxSetFlags_v2, p, flags););
 }
 
 VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuCtxCreate_v2)(pctx, flags, p););
+                        return REAL_CALL(cuCtxCreate_v2, pctx, flags, p););
 }
 
 VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuCtxCreate_v3)(pctx, paramsArray, numParams, flags, p););
+                        return REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p););
 }
 
 VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL(cuCtxCreate_v4)(pctx, params, flags, p););
+                        return REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p););
 }
 
 VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
-  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL(cuCtxDestroy_v2)(ctx);
+  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
                         if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
                         return r;);
 }
 
 VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* device) {
   VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                        CUdevice p = 0; CUresult r = REAL(cuCtxGetDevice)(&p);
+                        CUdevice p = 0; CUresult r = REAL_CALL(cuCtxGetDevice, &p);
                         if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
                         return r;);
 }
@@ -234,7 +234,7 @@ VGPU_HOOK(cuMemGetAllocationGranularity) CUresult CUDAAPI vgpu_hook_cuMemGetAllo
       CUmemAllocationProp copy = *prop; bool ok = true;
       copy.location = vgpu::ToPhysLocation(copy.location, &ok);
       if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL(cuMemGetAllocationGranularity)(granularity, &copy, option););
+      return REAL_CALL(cuMemGetAllocationGranularity, granularity, &copy, option););
 }
 
 VGPU_HOOK(cuMemPoolCreate) CUresult CUDAAPI vgpu_hook_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
@@ -243,35 +243,35 @@ VGPU_HOOK(cuMemPoolCreate) CUresult CUDAAPI vgpu_hook_cuMemPoolCreate(CUmemoryPo
       CUmemPoolProps copy = *poolProps; bool ok = true;
       copy.location = vgpu::ToPhysLocation(copy.location, &ok);
       if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL(cuMemPoolCreate)(pool, &copy););
+      return REAL_CALL(cuMemPoolCreate, pool, &copy););
 }
 
 VGPU_HOOK(cuMemSetAccess) CUresult CUDAAPI vgpu_hook_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   VGPU_DEVICE_HOOK_BODY(
-      if (desc == nullptr || count == 0 || count > 64) return REAL(cuMemSetAccess)(ptr, size, desc, count);
+      if (desc == nullptr || count == 0 || count > 64) return REAL_CALL(cuMemSetAccess, ptr, size, desc, count);
       std::vector<CUmemAccessDesc> copy(desc, desc + count); bool ok = true;
       for (auto& d : copy) d.location = vgpu::ToPhysLocation(d.location, &ok);
       if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL(cuMemSetAccess)(ptr, size, copy.data(), count););
+      return REAL_CALL(cuMemSetAccess, ptr, size, copy.data(), count););
 }
 
 VGPU_HOOK(cuMemGetAccess) CUresult CUDAAPI vgpu_hook_cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
   VGPU_DEVICE_HOOK_BODY(
-      if (location == nullptr) return REAL(cuMemGetAccess)(flags, location, ptr);
+      if (location == nullptr) return REAL_CALL(cuMemGetAccess, flags, location, ptr);
       bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
       if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL(cuMemGetAccess)(flags, &copy, ptr););
+      return REAL_CALL(cuMemGetAccess, flags, &copy, ptr););
 }
 
 VGPU_HOOK(cuMemGetAllocationPropertiesFromHandle) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle) {
-  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL(cuMemGetAllocationPropertiesFromHandle)(prop, handle);
+  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL_CALL(cuMemGetAllocationPropertiesFromHandle, prop, handle);
                         if (r == CUDA_SUCCESS) vgpu::ToVirtLocation(&prop->location);
                         return r;);
 }
 
 VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   VGPU_DEVICE_HOOK_BODY(
-      CUresult r = REAL(cuPointerGetAttribute)(data, attribute, ptr);
+      CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
       if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
         *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
       }
@@ -280,7 +280,7 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
 
 VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
   VGPU_DEVICE_HOOK_BODY(
-      CUresult r = REAL(cuPointerGetAttributes)(numAttributes, attributes, data, ptr);
+      CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
       for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
         int* ord = static_cast<int*>(data[i]);
         if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
@@ -288,4 +288,35 @@ VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribu
         }
       }
       return r;);
+}
+
+VGPU_HOOK(cuCtxGetDevice_v2) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                        CUdevice p = 0; CUresult r = REAL_CALL(cuCtxGetDevice_v2, &p, ctx);
+                        if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+                        return r;);
+}
+
+VGPU_HOOK(cuMemGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (location == nullptr) return REAL_CALL(cuMemGetDefaultMemPool, pool_out, location, type);
+      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL_CALL(cuMemGetDefaultMemPool, pool_out, &copy, type););
+}
+
+VGPU_HOOK(cuMemGetMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (location == nullptr) return REAL_CALL(cuMemGetMemPool, pool, location, type);
+      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL_CALL(cuMemGetMemPool, pool, &copy, type););
+}
+
+VGPU_HOOK(cuMemSetMemPool) CUresult CUDAAPI vgpu_hook_cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  VGPU_DEVICE_HOOK_BODY(
+      if (location == nullptr) return REAL_CALL(cuMemSetMemPool, location, type, pool);
+      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+      return REAL_CALL(cuMemSetMemPool, &copy, type, pool););
 }

@@ -5,41 +5,41 @@
 #include "intercept/real_driver.h"
 
 VGPU_HOOK(cuLaunchKernel) CUresult CUDAAPI vgpu_hook_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  return REAL(cuLaunchKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+  return REAL_CALL(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  return REAL(cuLaunchKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+  return REAL_CALL(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-  return REAL(cuLaunchKernelEx)(config, f, kernelParams, extra);
+  return REAL_CALL(cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-  return REAL(cuLaunchKernelEx_ptsz)(config, f, kernelParams, extra);
+  return REAL_CALL(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
-  return REAL(cuLaunchCooperativeKernel)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+  return REAL_CALL(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
-  return REAL(cuLaunchCooperativeKernel_ptsz)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+  return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  return REAL(cuGraphLaunch)(hGraphExec, hStream);
+  return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-  return REAL(cuGraphLaunch_ptsz)(hGraphExec, hStream);
+  return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuMemcpyHtoDAsync_v2) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
-  return REAL(cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream);
+  return REAL_CALL(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, ByteCount, hStream);
 }
 
 VGPU_HOOK(cuMemcpyHtoDAsync_v2_ptsz) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
-  return REAL(cuMemcpyHtoDAsync_v2_ptsz)(dstDevice, srcHost, ByteCount, hStream);
+  return REAL_CALL(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, ByteCount, hStream);
 }

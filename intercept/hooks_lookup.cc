@@ -25,14 +25,20 @@ using sim::kProcTable;
 struct HookEntry {
   const char* name;
   void* fn;
+  void* (*real)();  // the real entry point; a hook never replaces a missing one
 };
 
 const std::vector<HookEntry>& Hooks() {
   static const auto* hooks = [] {
     auto* v = new std::vector<HookEntry>{
-#define VGPU_ENTRY(sym) {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym)},
-        VGPU_CU_HOOKS(VGPU_ENTRY) VGPU_NVML_HOOKS(VGPU_ENTRY)
+#define VGPU_ENTRY(sym) \
+  {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym), [] { return reinterpret_cast<void*>(REAL(sym)); }},
+#define VGPU_NVML_ENTRY(sym)                        \
+  {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym), \
+   [] { return reinterpret_cast<void*>(REAL_NVML(sym)); }},
+        VGPU_CU_HOOKS(VGPU_ENTRY) VGPU_NVML_HOOKS(VGPU_NVML_ENTRY)
 #undef VGPU_ENTRY
+#undef VGPU_NVML_ENTRY
     };
     std::sort(v->begin(), v->end(),
               [](const HookEntry& a, const HookEntry& b) { return std::strcmp(a.name, b.name) < 0; });
@@ -85,7 +91,8 @@ void* HookFor(const char* symbol) {
   auto it = std::lower_bound(hooks.begin(), hooks.end(), symbol, [](const HookEntry& e, const char* s) {
     return std::strcmp(e.name, s) < 0;
   });
-  return it != hooks.end() && std::strcmp(it->name, symbol) == 0 ? it->fn : nullptr;
+  if (it == hooks.end() || std::strcmp(it->name, symbol) != 0) return nullptr;
+  return it->real() != nullptr ? it->fn : nullptr;
 }
 
 }  // namespace vgpu

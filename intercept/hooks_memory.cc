@@ -22,9 +22,9 @@ struct Where {
 
 CUresult CurrentWhere(Where* w) {
   CUdevice d = 0;
-  if (CUresult r = REAL(cuCtxGetDevice)(&d); r != CUDA_SUCCESS) return r;
+  if (CUresult r = REAL_CALL(cuCtxGetDevice, &d); r != CUDA_SUCCESS) return r;
   w->device = d;
-  return REAL(cuCtxGetCurrent)(&w->ctx);
+  return REAL_CALL(cuCtxGetCurrent, &w->ctx);
 }
 
 bool Reserve(int device, uint64_t bytes) {
@@ -100,16 +100,17 @@ void CUDA_CB ReleaseWhenReached(void* p) {
 }
 
 CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
-  CUresult r = ptsz ? REAL(cuMemFreeAsync_ptsz)(dptr, h) : REAL(cuMemFreeAsync)(dptr, h);
+  CUresult r = ptsz ? REAL_CALL(cuMemFreeAsync_ptsz, dptr, h) : REAL_CALL(cuMemFreeAsync, dptr, h);
   if (r != CUDA_SUCCESS) return r;
   Charge c;
   if (!Runtime::Get().allocations().Take(ChargeKind::kPointer, dptr, &c)) return r;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  REAL(cuStreamIsCapturing)(h, &st);
+  REAL_CALL(cuStreamIsCapturing, h, &st);
   auto* pr = new PendingRelease{c.device, c.bytes};
   CUresult q = st != CU_STREAM_CAPTURE_STATUS_NONE
                    ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-                   : (ptsz ? REAL(cuLaunchHostFunc_ptsz) : REAL(cuLaunchHostFunc))(h, ReleaseWhenReached, pr);
+                   : ptsz ? REAL_CALL(cuLaunchHostFunc_ptsz, h, ReleaseWhenReached, pr)
+                          : REAL_CALL(cuLaunchHostFunc, h, ReleaseWhenReached, pr);
   if (q != CUDA_SUCCESS) ReleaseWhenReached(pr);  // cannot defer: release now
   return r;
 }
@@ -118,9 +119,9 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AllocOnCurrent(ChargeKind::kPointer, bytes, [&](uint64_t* key) {
     CUresult r = pool == nullptr
-                     ? (ptsz ? REAL(cuMemAllocAsync_ptsz)(dptr, bytes, h) : REAL(cuMemAllocAsync)(dptr, bytes, h))
-                     : (ptsz ? REAL(cuMemAllocFromPoolAsync_ptsz)(dptr, bytes, pool, h)
-                             : REAL(cuMemAllocFromPoolAsync)(dptr, bytes, pool, h));
+                     ? (ptsz ? REAL_CALL(cuMemAllocAsync_ptsz, dptr, bytes, h) : REAL_CALL(cuMemAllocAsync, dptr, bytes, h))
+                     : (ptsz ? REAL_CALL(cuMemAllocFromPoolAsync_ptsz, dptr, bytes, pool, h)
+                             : REAL_CALL(cuMemAllocFromPoolAsync, dptr, bytes, pool, h));
     *key = *dptr;
     return r;
   });
@@ -139,9 +140,9 @@ using vgpu::ChargeKind;
 
 VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr) return REAL(cuMemAlloc_v2)(dptr, bytesize);
+      if (dptr == nullptr) return REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
       return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        CUresult r = REAL(cuMemAlloc_v2)(dptr, bytesize);
+        CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
         *key = *dptr;
         return r;
       }););
@@ -149,14 +150,14 @@ VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* d
 
 VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) {
   VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr || pPitch == nullptr) return REAL(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+      if (dptr == nullptr || pPitch == nullptr) return REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
       // The pitch is known only afterwards: charge the widest plausible
       // padding (512 B rows) first, then settle on the real size.
       uint64_t guess = ((WidthInBytes + 511) / 512) * 512 * static_cast<uint64_t>(Height);
       vgpu::Where w;
       if (CUresult r = vgpu::CurrentWhere(&w); r != CUDA_SUCCESS) return r;
       CUresult r = vgpu::Charged(ChargeKind::kPointer, w, guess, [&](uint64_t* key) {
-        CUresult rr = REAL(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        CUresult rr = REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         *key = *dptr;
         return rr;
       });
@@ -168,7 +169,7 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
       if (real < guess) {
         vgpu::Unreserve(w.device, guess - real);
       } else if (!vgpu::Reserve(w.device, real - guess)) {
-        REAL(cuMemFree_v2)(*dptr);
+        REAL_CALL(cuMemFree_v2, *dptr);
         vgpu::Unreserve(w.device, guess);
         return CUDA_ERROR_OUT_OF_MEMORY;
       }
@@ -179,17 +180,17 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
 }
 
 VGPU_HOOK(cuMemFree_v2) CUresult CUDAAPI vgpu_hook_cuMemFree_v2(CUdeviceptr dptr) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMemFree_v2)(dptr);
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMemFree_v2, dptr);
                      if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kPointer, dptr);
                      return r;);
 }
 
 VGPU_HOOK(cuMemAllocManaged) CUresult CUDAAPI vgpu_hook_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr) return REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+      if (dptr == nullptr) return REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
       // Managed memory can migrate to the device: it counts in full.
       return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        CUresult r = REAL(cuMemAllocManaged)(dptr, bytesize, flags);
+        CUresult r = REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
         *key = *dptr;
         return r;
       }););
@@ -218,10 +219,10 @@ VGPU_HOOK(cuMemFreeAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemFreeAsync_ptsz(CU
 
 VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags) {
   VGPU_MEM_HOOK_BODY(
-      if (handle == nullptr || prop == nullptr) return REAL(cuMemCreate)(handle, size, prop, flags);
+      if (handle == nullptr || prop == nullptr) return REAL_CALL(cuMemCreate, handle, size, prop, flags);
       CUmemAllocationProp copy = *prop;
       vgpu::Where w;
-      REAL(cuCtxGetCurrent)(&w.ctx);
+      REAL_CALL(cuCtxGetCurrent, &w.ctx);
       if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
         copy.location.id = vgpu::Runtime::Get().devices().ToPhysical(copy.location.id);
         if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -229,24 +230,24 @@ VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAlloca
       }
       w.ctx = nullptr;  // physical memory outlives contexts until cuMemRelease
       return vgpu::Charged(ChargeKind::kVmmHandle, w, size, [&](uint64_t* key) {
-        CUresult r = REAL(cuMemCreate)(handle, size, &copy, flags);
+        CUresult r = REAL_CALL(cuMemCreate, handle, size, &copy, flags);
         *key = *handle;
         return r;
       }););
 }
 
 VGPU_HOOK(cuMemRelease) CUresult CUDAAPI vgpu_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMemRelease)(handle);
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMemRelease, handle);
                      if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kVmmHandle, handle);
                      return r;);
 }
 
 VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* d) {
   VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL(cuArrayCreate_v2)(pHandle, d);
+      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArrayCreate_v2, pHandle, d);
       uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
       return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL(cuArrayCreate_v2)(pHandle, d);
+        CUresult r = REAL_CALL(cuArrayCreate_v2, pHandle, d);
         *key = vgpu::Key(*pHandle);
         return r;
       }););
@@ -254,24 +255,24 @@ VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray*
 
 VGPU_HOOK(cuArray3DCreate_v2) CUresult CUDAAPI vgpu_hook_cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
   VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL(cuArray3DCreate_v2)(pHandle, d);
+      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArray3DCreate_v2, pHandle, d);
       uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
       return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL(cuArray3DCreate_v2)(pHandle, d);
+        CUresult r = REAL_CALL(cuArray3DCreate_v2, pHandle, d);
         *key = vgpu::Key(*pHandle);
         return r;
       }););
 }
 
 VGPU_HOOK(cuArrayDestroy) CUresult CUDAAPI vgpu_hook_cuArrayDestroy(CUarray hArray) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuArrayDestroy)(hArray);
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuArrayDestroy, hArray);
                      if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kArray, vgpu::Key(hArray));
                      return r;);
 }
 
 VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int numMipmapLevels) {
   VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL(cuMipmappedArrayCreate)(pHandle, d, numMipmapLevels);
+      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
       uint64_t bytes = 0;
       size_t w = d->Width, h = d->Height, z = d->Depth;
       for (unsigned l = 0; l < numMipmapLevels; ++l) {
@@ -279,24 +280,24 @@ VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCre
         w = w > 1 ? w / 2 : 1; h = h > 1 ? h / 2 : h; z = z > 1 ? z / 2 : z;
       }
       return vgpu::AllocOnCurrent(ChargeKind::kMipmappedArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL(cuMipmappedArrayCreate)(pHandle, d, numMipmapLevels);
+        CUresult r = REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
         *key = vgpu::Key(*pHandle);
         return r;
       }););
 }
 
 VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDestroy(CUmipmappedArray h) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL(cuMipmappedArrayDestroy)(h);
+  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMipmappedArrayDestroy, h);
                      if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kMipmappedArray, vgpu::Key(h));
                      return r;);
 }
 
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
   VGPU_MEM_HOOK_BODY(
-      CUresult r = REAL(cuMemGetInfo_v2)(free, total);
+      CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
       vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
       CUdevice d = 0;
-      if (r != CUDA_SUCCESS || ledger == nullptr || REAL(cuCtxGetDevice)(&d) != CUDA_SUCCESS) return r;
+      if (r != CUDA_SUCCESS || ledger == nullptr || REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS) return r;
       uint64_t limit = ledger->Limit(d);
       if (limit == vgpu::kUnlimited) return r;
       uint64_t used = ledger->Used(d);

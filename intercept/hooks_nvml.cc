@@ -3,6 +3,7 @@
 // nvidia-smi inside a container shows the quota.
 #include <strings.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,8 +30,8 @@ NvmlView& View() {
 std::mutex g_mu;
 
 nvmlReturn_t ResolveOne(const std::string& item, nvmlDevice_t* h) {
-  if (strncasecmp(item.c_str(), "GPU-", 4) == 0) return REAL_NVML(nvmlDeviceGetHandleByUUID)(item.c_str(), h);
-  return REAL_NVML(nvmlDeviceGetHandleByIndex_v2)(static_cast<unsigned>(std::stoul(item)), h);
+  if (strncasecmp(item.c_str(), "GPU-", 4) == 0) return REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, item.c_str(), h);
+  return REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, static_cast<unsigned>(std::stoul(item)), h);
 }
 
 // Builds the view after a successful real nvmlInit; sticky.
@@ -43,7 +44,7 @@ nvmlReturn_t BuildView() {
   std::vector<std::string> items = cfg.visible_devices;
   if (!cfg.visible_devices_set) {
     unsigned n = 0;
-    if (nvmlReturn_t r = REAL_NVML(nvmlDeviceGetCount_v2)(&n); r != NVML_SUCCESS) return r;
+    if (nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetCount_v2, &n); r != NVML_SUCCESS) return r;
     for (unsigned i = 0; i < n; ++i) items.push_back(std::to_string(i));
   }
   v.handles.clear();
@@ -52,7 +53,7 @@ nvmlReturn_t BuildView() {
   for (size_t i = 0; i < items.size(); ++i) {
     nvmlDevice_t h = nullptr;
     unsigned idx = 0;
-    if (ResolveOne(items[i], &h) != NVML_SUCCESS || REAL_NVML(nvmlDeviceGetIndex)(h, &idx) != NVML_SUCCESS) {
+    if (ResolveOne(items[i], &h) != NVML_SUCCESS || REAL_NVML_CALL(nvmlDeviceGetIndex, h, &idx) != NVML_SUCCESS) {
       return v.status = NVML_ERROR_UNINITIALIZED;  // fail closed, like cuInit
     }
     v.handles.push_back(h);
@@ -72,7 +73,14 @@ nvmlReturn_t BuildView() {
   return v.status = NVML_SUCCESS;
 }
 
-nvmlReturn_t AfterInit(nvmlReturn_t r) { return r == NVML_SUCCESS ? BuildView() : r; }
+// NVML's init is reference-counted; the view lives while the count is > 0.
+std::atomic<int> g_init_count{0};
+
+nvmlReturn_t AfterInit(nvmlReturn_t r) {
+  if (r != NVML_SUCCESS) return r;
+  g_init_count.fetch_add(1);
+  return BuildView();
+}
 
 int VirtualIndexOf(nvmlDevice_t h) {
   const NvmlView& v = View();
@@ -110,19 +118,19 @@ using vgpu::View;
 
 #define VGPU_NVML_BODY(...) return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t { __VA_ARGS__ })
 #define VGPU_NVML_READY() \
-  if (View().status != NVML_SUCCESS) return NVML_ERROR_UNINITIALIZED
+  if (View().status != NVML_SUCCESS || vgpu::g_init_count.load() <= 0) return NVML_ERROR_UNINITIALIZED
 
 VGPU_HOOK(nvmlInit) nvmlReturn_t vgpu_hook_nvmlInit() {
   VGPU_NVML_BODY(if (REAL_NVML(nvmlInit) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML(nvmlInit)()););
+                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit)););
 }
 VGPU_HOOK(nvmlInit_v2) nvmlReturn_t vgpu_hook_nvmlInit_v2() {
   VGPU_NVML_BODY(if (REAL_NVML(nvmlInit_v2) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML(nvmlInit_v2)()););
+                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit_v2)););
 }
 VGPU_HOOK(nvmlInitWithFlags) nvmlReturn_t vgpu_hook_nvmlInitWithFlags(unsigned int flags) {
   VGPU_NVML_BODY(if (REAL_NVML(nvmlInitWithFlags) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML(nvmlInitWithFlags)(flags)););
+                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInitWithFlags, flags)););
 }
 
 VGPU_HOOK(nvmlDeviceGetCount) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount(unsigned int* count) {
@@ -143,17 +151,17 @@ VGPU_HOOK(nvmlDeviceGetHandleByIndex_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHan
 }
 
 VGPU_HOOK(nvmlDeviceGetHandleByUUID) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByUUID)(uuid, device);
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid, device);
                  if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
                  return r;);
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByPciBusId)(pciBusId, device);
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId, pciBusId, device);
                  if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
                  return r;);
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML(nvmlDeviceGetHandleByPciBusId_v2)(pciBusId, device);
+  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, device);
                  if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
                  return r;);
 }
@@ -167,16 +175,22 @@ VGPU_HOOK(nvmlDeviceGetIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetIndex(nvmlDevi
 
 VGPU_HOOK(nvmlDeviceGetMemoryInfo) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
-                 nvmlReturn_t r = REAL_NVML(nvmlDeviceGetMemoryInfo)(device, memory);
+                 nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, device, memory);
                  if (r == NVML_SUCCESS) vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free);
                  return r;);
 }
 VGPU_HOOK(nvmlDeviceGetMemoryInfo_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
-                 nvmlReturn_t r = REAL_NVML(nvmlDeviceGetMemoryInfo_v2)(device, memory);
+                 nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo_v2, device, memory);
                  if (r == NVML_SUCCESS &&
                      vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free)) {
                    memory->reserved = 0;
                  }
+                 return r;);
+}
+
+VGPU_HOOK(nvmlShutdown) nvmlReturn_t vgpu_hook_nvmlShutdown() {
+  VGPU_NVML_BODY(nvmlReturn_t r = REAL_NVML_CALL(nvmlShutdown);
+                 if (r == NVML_SUCCESS) vgpu::g_init_count.fetch_sub(1);
                  return r;);
 }

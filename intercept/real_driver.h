@@ -41,3 +41,9 @@ bool DefinedIn(const void* symbol, const char* soname_prefix);
 
 #define REAL(sym) (::vgpu::Cuda().sym##_)
 #define REAL_NVML(sym) (::vgpu::Nvml().sym##_)
+// A call into the real driver; an entry point this driver lacks answers like
+// the driver's own stub for it would, instead of a null call.
+#define REAL_CALL(sym, ...) \
+  (REAL(sym) != nullptr ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+#define REAL_NVML_CALL(sym, ...) \
+  (REAL_NVML(sym) != nullptr ? REAL_NVML(sym)(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)

@@ -91,6 +91,9 @@ void Runtime::OnForkChild() {
   // The parent's CUDA context does not survive fork; neither do its charges.
   allocations_.Clear();
   if (ledger_ != nullptr) ledger_->OnForkChild();
+  // The driver refuses a forked child's calls; so do the hooks that would
+  // otherwise answer from state of the parent's (device count, mapping).
+  ready_.store(false, std::memory_order_release);
 }
 
 }  // namespace vgpu

@@ -168,6 +168,22 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, int* lock_fd, s
   return h;
 }
 
+// exec() frees the old image's device memory, as the real driver does when a
+// process image ends; its slot keeps our pid and start time.
+void ReleasePreviousImages(NodeHeader* h, ProcessSlot* mine, pid_t pid, uint64_t start) {
+  for (auto& slot : h->processes) {
+    int32_t p = slot.pid.load();
+    if (&slot == mine || p != pid || slot.start_time.load() != start ||
+        slot.image_id.load() == ProcessImageId() || !slot.pid.compare_exchange_strong(p, -pid)) {
+      continue;
+    }
+    for (uint32_t d = 0; d < h->device_count; ++d) {
+      h->devices[d].used_bytes.fetch_sub(slot.used_bytes[d].exchange(0));
+    }
+    slot.pid.store(0, std::memory_order_release);
+  }
+}
+
 bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
   pid_t pid = getpid();
   uint64_t start = ProcessStartTime(pid);
@@ -179,8 +195,10 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
         for (auto& u : slot.used_bytes) u.store(0);
         for (auto& b : slot.busy_ns) b.store(0);
         slot.context_mask.store(0);
+        slot.image_id.store(ProcessImageId());
         slot.pid.store(pid, std::memory_order_release);
         *out = &slot;
+        ReleasePreviousImages(h, &slot, pid, start);
         return true;
       }
     }

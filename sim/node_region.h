@@ -18,7 +18,7 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 2;
+inline constexpr uint32_t kNodeVersion = 3;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 256;
 inline constexpr int kUtilSamples = 64;
@@ -51,6 +51,7 @@ struct ProcessSlot {
   // Engine time this process's kernels used on each device: the simulated
   // GPU's own per-process accounting (ground truth for compute-share tests).
   std::atomic<uint64_t> busy_ns[kMaxDevices];
+  std::atomic<uint64_t> image_id;  // ProcessImageId(): a pre-exec image's slot is freed
 };
 
 struct NodeHeader {

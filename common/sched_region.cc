@@ -1,0 +1,394 @@
+#include "common/sched_region.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "common/process_info.h"
+
+namespace vgpu {
+namespace {
+
+constexpr uint64_t kMaxRefillNs = 100'000'000;  // a stalled refiller never floods buckets
+
+void Futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* ts) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, ts, nullptr, 0);
+}
+
+void Wake(SchedDevice& dev) {
+  dev.gen.fetch_add(1, std::memory_order_seq_cst);
+  Futex(&dev.gen, FUTEX_WAKE, INT_MAX, nullptr);  // shared: waiters are other processes
+}
+
+void InitLayout(SchedLayout* l) {
+  l->magic = kSchedMagic;
+  l->version = kSchedVersion;
+  l->region_bytes = sizeof(SchedLayout);
+  for (auto& d : l->devices) d.holder.store(-1);
+  for (auto& c : l->clients) {
+    for (auto& g : c.group) g.store(-1);
+  }
+  l->ready.store(1, std::memory_order_release);
+}
+
+std::string CheckExisting(int fd, const std::string& path) {
+  struct stat st{};
+  for (int i = 0; i < 500 && fstat(fd, &st) == 0 && st.st_size == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return "scheduler region " + path + " is not private to this user (owner uid " +
+           std::to_string(st.st_uid) + "); refusing it";
+  }
+  if (st.st_size != static_cast<off_t>(sizeof(SchedLayout))) {
+    return "scheduler region " + path + " has another layout (" + std::to_string(st.st_size) +
+           " bytes); stop its users and remove it";
+  }
+  return "";
+}
+
+}  // namespace
+
+uint64_t SchedRegion::GroupKey(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h == 0 ? 1 : h;
+}
+
+std::unique_ptr<SchedRegion> SchedRegion::CreatePrivate() {
+  void* p = mmap(nullptr, sizeof(SchedLayout), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  std::unique_ptr<SchedRegion> r(new SchedRegion());
+  r->layout_ = static_cast<SchedLayout*>(p);
+  r->bytes_ = sizeof(SchedLayout);
+  InitLayout(r->layout_);
+  return r;
+}
+
+std::unique_ptr<SchedRegion> SchedRegion::Open(const std::string& name, std::string* error) {
+  std::string shm = name.empty() ? "/vgpu-sched-" + std::to_string(geteuid()) : name;
+  std::string path = "/dev/shm" + shm;
+  bool created = true;
+  int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd >= 0) {
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(SchedLayout)) != 0) {
+      *error = "cannot create scheduler region " + path + ": " + strerror(errno);
+      close(fd);
+      shm_unlink(shm.c_str());
+      return nullptr;
+    }
+  } else if (errno == EEXIST) {
+    created = false;
+    fd = shm_open(shm.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+      *error = "cannot open scheduler region " + path + ": " + strerror(errno);
+      return nullptr;
+    }
+    if (std::string bad = CheckExisting(fd, path); !bad.empty()) {
+      *error = bad;
+      close(fd);
+      return nullptr;
+    }
+  } else {
+    *error = "cannot create scheduler region " + path + ": " + strerror(errno);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, sizeof(SchedLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    *error = "cannot map scheduler region " + path + ": " + strerror(errno);
+    return nullptr;
+  }
+  std::unique_ptr<SchedRegion> r(new SchedRegion());
+  r->layout_ = static_cast<SchedLayout*>(p);
+  r->bytes_ = sizeof(SchedLayout);
+  r->shared_ = true;
+  if (created) {
+    InitLayout(r->layout_);
+  } else {
+    for (int i = 0; i < 500 && r->layout_->ready.load(std::memory_order_acquire) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (r->layout_->ready.load() == 0 || r->layout_->magic != kSchedMagic ||
+        r->layout_->version != kSchedVersion) {
+      *error = "scheduler region " + path + " is damaged or of another version; remove it";
+      return nullptr;
+    }
+  }
+  return r;
+}
+
+SchedRegion::~SchedRegion() {
+  if (layout_ != nullptr) munmap(layout_, bytes_);
+}
+
+int SchedRegion::RegisterClient(pid_t pid) {
+  uint64_t start = ProcessStartTime(pid);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int c = 0; c < kSchedClients; ++c) {
+      SchedClient& cl = layout_->clients[c];
+      int32_t expected = 0;
+      if (!cl.pid.compare_exchange_strong(expected, -pid)) continue;
+      cl.start_time.store(start);
+      for (auto& g : cl.group) g.store(-1);
+      for (auto& d : cl.demand_since_ns) d.store(0);
+      cl.pid.store(pid, std::memory_order_release);
+      return c;
+    }
+    ReapDead();
+  }
+  return -1;
+}
+
+int SchedRegion::JoinGroup(int device, int client, const std::string& name,
+                           const GroupParams& params) {
+  SchedDevice& dev = device_ref(device);
+  uint64_t key = GroupKey(name);
+  int found = -1;
+  for (int g = 0; g < kSchedGroups && found < 0; ++g) {
+    if (dev.groups[g].key.load() == key) found = g;
+  }
+  for (int g = 0; g < kSchedGroups && found < 0; ++g) {
+    uint64_t expected = 0;
+    if (!dev.groups[g].key.compare_exchange_strong(expected, key)) continue;
+    SchedGroup& grp = dev.groups[g];
+    std::snprintf(grp.name, sizeof grp.name, "%s", name.c_str());
+    grp.tokens_ns.store(0);
+    grp.used_ns.store(0);
+    found = g;
+    // A racing process may have claimed an earlier slot for the same group.
+    for (int e = 0; e < g; ++e) {
+      if (dev.groups[e].key.load() == key) {
+        grp.key.store(0);
+        found = e;
+        break;
+      }
+    }
+  }
+  if (found < 0) return -1;
+  SetGroupParams(device, name, params);
+  layout_->clients[client].group[device].store(found);
+  return found;
+}
+
+bool SchedRegion::SetGroupParams(int device, const std::string& name, const GroupParams& p) {
+  SchedDevice& dev = device_ref(device);
+  uint64_t key = GroupKey(name);
+  for (auto& g : dev.groups) {
+    if (g.key.load() != key) continue;
+    g.policy.store(static_cast<uint32_t>(p.policy));
+    g.share_permille.store(std::clamp<uint32_t>(p.share_permille, 1, 1000));
+    g.weight.store(std::max<uint32_t>(p.weight, 1));
+    g.high_priority.store(p.high_priority ? 1 : 0);
+    return true;
+  }
+  return false;
+}
+
+bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
+  uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
+  return g.key.load(std::memory_order_relaxed) != 0 && last != 0 &&
+         now <= last + tuning_.active_window_ns;
+}
+
+double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const {
+  auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
+  if (policy == SchedPolicy::kFixed) return g.share_permille.load() / 1000.0;
+  // Weighted: what the active fixed groups leave, split by weight among the
+  // active weighted groups (this one counted as active).
+  double fixed = 0, weights = g.weight.load();
+  for (const auto& o : device_ref(device).groups) {
+    if (&o == &g || !GroupActive(o, now)) continue;
+    auto op = static_cast<SchedPolicy>(o.policy.load(std::memory_order_relaxed));
+    if (op == SchedPolicy::kFixed) fixed += o.share_permille.load() / 1000.0;
+    if (op == SchedPolicy::kWeighted) weights += o.weight.load();
+  }
+  return std::max(0.0, 1.0 - fixed) * g.weight.load() / weights;
+}
+
+void SchedRegion::Refill(int device, uint64_t now) {
+  SchedDevice& dev = device_ref(device);
+  uint64_t last = dev.last_refill_ns.load();
+  if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
+  uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
+  for (auto& g : dev.groups) {
+    if (g.key.load(std::memory_order_relaxed) == 0) continue;
+    auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
+    double rate = RateOf(device, g, now);
+    auto cap = static_cast<int64_t>(std::max(1e6, rate * static_cast<double>(tuning_.burst_ns)));
+    auto add = static_cast<int64_t>(rate * static_cast<double>(dt));
+    bool idle_weighted = policy != SchedPolicy::kFixed && !GroupActive(g, now);
+    int64_t t = g.tokens_ns.load();
+    int64_t next = 0;
+    do {
+      // An idle weighted group neither banks credit nor keeps debt: a returning
+      // tenant starts level, which is what brings it its share back quickly.
+      next = idle_weighted ? 0 : std::clamp(t + add, tuning_.debt_floor_ns, cap);
+    } while (!g.tokens_ns.compare_exchange_weak(t, next));
+  }
+}
+
+bool SchedRegion::HighPriorityActive(int device, int exclude_group, uint64_t now) const {
+  const SchedDevice& dev = device_ref(device);
+  for (int g = 0; g < kSchedGroups; ++g) {
+    const SchedGroup& grp = dev.groups[g];
+    if (g == exclude_group || grp.key.load() == 0 || grp.high_priority.load() == 0) continue;
+    uint64_t last = grp.last_demand_ns.load();
+    if (last != 0 && now <= last + tuning_.high_priority_idle_ns) return true;
+  }
+  return false;
+}
+
+bool SchedRegion::Eligible(int device, int c, uint64_t now) const {
+  const SchedClient& cl = layout_->clients[c];
+  int g = cl.group[device].load();
+  if (cl.pid.load() <= 0 || cl.demand_since_ns[device].load() == 0 || g < 0) return false;
+  const SchedGroup& grp = device_ref(device).groups[g];
+  if (grp.high_priority.load() != 0) return true;
+  if (HighPriorityActive(device, g, now)) return false;
+  auto policy = static_cast<SchedPolicy>(grp.policy.load());
+  return policy != SchedPolicy::kFixed || grp.tokens_ns.load() > 0;
+}
+
+int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
+  int best = -1;
+  bool best_hp = false;
+  int64_t best_tokens = 0;
+  uint64_t best_since = 0;
+  for (int c = 0; c < kSchedClients; ++c) {
+    if (c == exclude || !Eligible(device, c, now)) continue;
+    const SchedGroup& grp = device_ref(device).groups[layout_->clients[c].group[device].load()];
+    bool hp = grp.high_priority.load() != 0;
+    int64_t tokens = grp.tokens_ns.load();
+    uint64_t since = layout_->clients[c].demand_since_ns[device].load();
+    bool better = best < 0 || (hp && !best_hp) ||
+                  (hp == best_hp && (tokens > best_tokens || (tokens == best_tokens && since < best_since)));
+    if (better) best = c, best_hp = hp, best_tokens = tokens, best_since = since;
+  }
+  return best;
+}
+
+bool SchedRegion::OthersWaiting(int device, int me) const {
+  for (int c = 0; c < kSchedClients; ++c) {
+    if (c != me && layout_->clients[c].pid.load() > 0 &&
+        layout_->clients[c].demand_since_ns[device].load() != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {
+  const SchedDevice& dev = device_ref(device);
+  int g = layout_->clients[me].group[device].load();
+  if (g < 0) return true;
+  const SchedGroup& mine = dev.groups[g];
+  bool my_hp = mine.high_priority.load() != 0;
+  if (static_cast<SchedPolicy>(mine.policy.load()) == SchedPolicy::kFixed &&
+      mine.tokens_ns.load() <= 0) {
+    return true;  // a cap holds even on an idle device
+  }
+  if (!my_hp && HighPriorityActive(device, g, now)) return true;
+  int best = PickNext(device, me, now);
+  if (best < 0) return false;
+  const SchedGroup& theirs = dev.groups[layout_->clients[best].group[device].load()];
+  if (theirs.high_priority.load() != 0 && !my_hp) return true;
+  if (&theirs == &mine) return false;  // a group does not preempt itself
+  uint64_t slice = now - dev.lease_since_ns.load();
+  if (slice < tuning_.min_slice_ns) return false;
+  int64_t lead = theirs.tokens_ns.load() - mine.tokens_ns.load();
+  if (slice >= tuning_.max_slice_ns) return lead > 0;
+  return lead > static_cast<int64_t>(tuning_.hysteresis_ns);
+}
+
+void SchedRegion::SetDemand(int device, int client, uint64_t now) {
+  SchedClient& cl = layout_->clients[client];
+  uint64_t zero = 0;
+  cl.demand_since_ns[device].compare_exchange_strong(zero, now);
+  int g = cl.group[device].load();
+  if (g >= 0) device_ref(device).groups[g].last_demand_ns.store(now);
+}
+
+void SchedRegion::ClearDemand(int device, int client) {
+  layout_->clients[client].demand_since_ns[device].store(0);
+}
+
+bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
+  SchedDevice& dev = device_ref(device);
+  int h = dev.holder.load();
+  if (h == me) return true;
+  if (h >= 0) {
+    // A holder that died keeps nobody waiting: its lease is taken over.
+    if (now - dev.lease_since_ns.load() < 10'000'000 || ClientAlive(h)) return false;
+    if (dev.holder.compare_exchange_strong(h, -1)) Wake(dev);
+    h = -1;
+  }
+  if (PickNext(device, -1, now) != me) return false;
+  if (!dev.holder.compare_exchange_strong(h, me)) return false;
+  dev.lease_since_ns.store(now);
+  Wake(dev);
+  return true;
+}
+
+void SchedRegion::Release(int device, int me, uint64_t now) {
+  SchedDevice& dev = device_ref(device);
+  int next = PickNext(device, me, now);
+  int expected = me;
+  if (dev.holder.compare_exchange_strong(expected, next)) {
+    dev.lease_since_ns.store(now);
+    Wake(dev);
+  }
+}
+
+void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) {
+  SchedGroup& g = device_ref(device).groups[group];
+  int64_t t = g.tokens_ns.load();
+  int64_t next = 0;
+  do {
+    next = std::max(tuning_.debt_floor_ns, t - static_cast<int64_t>(busy_ns));
+  } while (!g.tokens_ns.compare_exchange_weak(t, next));
+  g.used_ns.fetch_add(busy_ns, std::memory_order_relaxed);
+  g.last_demand_ns.store(now, std::memory_order_relaxed);
+}
+
+void SchedRegion::WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
+              static_cast<long>(timeout_ns % 1'000'000'000ull)};
+  Futex(&device_ref(device).gen, FUTEX_WAIT, seen_gen, &ts);
+}
+
+bool SchedRegion::ClientAlive(int c) const {
+  const SchedClient& cl = layout_->clients[c];
+  int32_t pid = cl.pid.load();
+  if (pid <= 0) return false;
+  uint64_t start = ProcessStartTime(pid);
+  return start != 0 && start == cl.start_time.load();
+}
+
+void SchedRegion::ReapDead() {
+  for (int c = 0; c < kSchedClients; ++c) {
+    SchedClient& cl = layout_->clients[c];
+    int32_t pid = cl.pid.load();
+    if (pid <= 0 || ClientAlive(c)) continue;
+    if (!cl.pid.compare_exchange_strong(pid, -pid)) continue;
+    for (int d = 0; d < kSchedDevices; ++d) {
+      cl.demand_since_ns[d].store(0);
+      int expected = c;
+      if (device_ref(d).holder.compare_exchange_strong(expected, -1)) Wake(device_ref(d));
+    }
+    cl.pid.store(0, std::memory_order_release);
+  }
+}
+
+}  // namespace vgpu

@@ -1,0 +1,149 @@
+// Compute-share scheduling state of a node, in POSIX shared memory
+// ("/vgpu-sched-<uid>" by default), shared by every interposed process.
+//
+// Model (docs/compute-share.md): per physical device, one process at a time
+// holds the device's *lease* and only the holder may have work queued on the
+// device. Exclusivity is what makes the holder's measured busy time its true
+// GPU time: without it, a kernel's elapsed time would include waiting behind
+// other tenants' kernels. Each (device, group) has a token bucket in GPU
+// nanoseconds, filled at its rate times wall time and charged with the
+// holder's measured busy time; buckets decide who gets the lease next and when
+// the holder must yield. All fields are atomics; no lock is ever held, so a
+// process killed at any instruction leaves state that others repair (a dead
+// holder's lease is taken over).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace vgpu {
+
+inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
+inline constexpr uint32_t kSchedVersion = 1;
+inline constexpr int kSchedDevices = 16;
+inline constexpr int kSchedGroups = 32;
+inline constexpr int kSchedClients = 128;
+
+enum class SchedPolicy : uint32_t { kNative = 0, kFixed = 1, kWeighted = 2 };
+
+// Scheduling constants (documented in docs/compute-share.md).
+struct SchedTuning {
+  uint64_t min_slice_ns = 5'000'000;       // a holder keeps the lease at least this long
+  uint64_t max_slice_ns = 50'000'000;      // ... and at most this long when others wait
+  uint64_t hysteresis_ns = 5'000'000;      // a waiter must be this far ahead in tokens
+  uint64_t active_window_ns = 20'000'000;  // a group counts as active this long after demand
+  uint64_t high_priority_idle_ns = 20'000'000;  // others resume this long after high prio idles
+  uint64_t burst_ns = 10'000'000;          // at most this much GPU time banked (times the rate)
+  int64_t debt_floor_ns = -100'000'000;    // debt never grows beyond this
+};
+
+struct SchedGroup {
+  std::atomic<uint64_t> key;  // hash of the group name; 0: free
+  char name[64];
+  std::atomic<uint32_t> policy;         // SchedPolicy
+  std::atomic<uint32_t> share_permille;  // fixed: the cap; weighted: ignored
+  std::atomic<uint32_t> weight;          // weighted
+  std::atomic<uint32_t> high_priority;
+  std::atomic<int64_t> tokens_ns;
+  std::atomic<uint64_t> last_demand_ns;  // last time a member wanted or used the device
+  std::atomic<uint64_t> used_ns;         // total charged (statistics)
+};
+
+struct SchedClient {
+  std::atomic<int32_t> pid;  // 0: free; -pid while claimed
+  std::atomic<uint64_t> start_time;
+  std::atomic<int32_t> group[kSchedDevices];  // group index per device, -1: none
+  std::atomic<uint64_t> demand_since_ns[kSchedDevices];  // 0: not waiting
+};
+
+struct SchedDevice {
+  std::atomic<int32_t> holder;  // client index, -1: nobody
+  std::atomic<uint64_t> lease_since_ns;
+  std::atomic<uint32_t> gen;    // futex word, bumped at every lease change
+  std::atomic<uint64_t> last_refill_ns;
+  SchedGroup groups[kSchedGroups];
+};
+
+struct SchedLayout {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t region_bytes;
+  std::atomic<uint32_t> ready;
+  SchedDevice devices[kSchedDevices];
+  SchedClient clients[kSchedClients];
+};
+
+struct GroupParams {
+  SchedPolicy policy = SchedPolicy::kNative;
+  uint32_t share_permille = 1000;
+  uint32_t weight = 1;
+  bool high_priority = false;
+};
+
+class SchedRegion {
+ public:
+  // Opens or creates the region (mode 0600; a region not owned by this uid,
+  // or of another layout, is refused). `name` "" means "/vgpu-sched-<uid>".
+  static std::unique_ptr<SchedRegion> Open(const std::string& name, std::string* error);
+  // An anonymous region for unit tests.
+  static std::unique_ptr<SchedRegion> CreatePrivate();
+  ~SchedRegion();
+
+  SchedLayout* layout() const { return layout_; }
+  SchedDevice& device(int d) const { return layout_->devices[d]; }
+  SchedClient& client(int c) const { return layout_->clients[c]; }
+  const SchedTuning& tuning() const { return tuning_; }
+  SchedTuning& mutable_tuning() { return tuning_; }
+
+  // This process's client slot (claimed on first call), -1 if the table is full.
+  int RegisterClient(pid_t pid);
+  // The group slot for (device, name), created if needed; params applied.
+  int JoinGroup(int device, int client, const std::string& name, const GroupParams& params);
+  // Runtime change of a group's parameters (vgpud, tests); takes effect at the next refill.
+  bool SetGroupParams(int device, const std::string& name, const GroupParams& params);
+
+  // Adds rate x elapsed wall time to every group's bucket (at most one
+  // process does it for a given interval).
+  void Refill(int device, uint64_t now);
+  // The client that should hold the lease next, -1 if none may.
+  int PickNext(int device, int exclude, uint64_t now) const;
+  // Whether the holder `me` should give the lease up now.
+  bool ShouldYield(int device, int me, uint64_t now) const;
+  // Whether anybody other than `me` waits for the device.
+  bool OthersWaiting(int device, int me) const;
+
+  void SetDemand(int device, int client, uint64_t now);
+  void ClearDemand(int device, int client);
+  // Takes the lease if it is free (or its holder is dead) and `me` is the pick.
+  bool TryAcquire(int device, int me, uint64_t now);
+  // Gives the lease to the next pick (or nobody) and wakes the waiters.
+  void Release(int device, int me, uint64_t now);
+  void Charge(int device, int group, uint64_t busy_ns, uint64_t now);
+
+  // Sleeps until the lease changes or timeout_ns passes.
+  void WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns);
+
+  // Frees the client slots of dead processes (and a dead holder's lease).
+  void ReapDead();
+  bool ClientAlive(int c) const;
+
+  static uint64_t GroupKey(const std::string& name);
+
+ private:
+  SchedRegion() = default;
+  double RateOf(int device, const SchedGroup& g, uint64_t now) const;
+  bool GroupActive(const SchedGroup& g, uint64_t now) const;
+  bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
+  bool Eligible(int device, int client, uint64_t now) const;
+
+  SchedLayout* layout_ = nullptr;
+  size_t bytes_ = 0;
+  bool shared_ = false;
+  SchedTuning tuning_;
+};
+
+}  // namespace vgpu
