@@ -9,7 +9,7 @@
 // fp32 weights ~ N(0, 0.02), int32 indices, and random bytes (incompressible).
 //
 //   vgpu_bench_checkpoint [--size 1G] [--dir DIR] [--threads N] [--level L]
-//                         [--frame-size 4M] [--records N] [--json FILE]
+//                         [--frame-size 4M] [--records N] [--min-saving PCT] [--json FILE]
 // All MB/s figures are uncompressed bytes / wall time (MB = 10^6 bytes).
 #include <fcntl.h>
 #include <unistd.h>
@@ -39,6 +39,7 @@ struct Args {
   int level = 1;
   uint64_t frame_size = ckpt::kDefaultFrameSize;
   int records = 16;
+  int min_saving = 10;
   std::string json;
 };
 
@@ -46,10 +47,20 @@ uint64_t ParseSize(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   switch (end && *end ? *end : ' ') {
-    case 'G': case 'g': v *= 1 << 30; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'K': case 'k': v *= 1 << 10; break;
-    default: break;
+    case 'G':
+    case 'g':
+      v *= 1 << 30;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1 << 20;
+      break;
+    case 'K':
+    case 'k':
+      v *= 1 << 10;
+      break;
+    default:
+      break;
   }
   return static_cast<uint64_t>(v);
 }
@@ -59,14 +70,24 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     const std::string k = argv[i];
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
-    if (k == "--size") a->size = ParseSize(v);
-    else if (k == "--dir") a->dir = v;
-    else if (k == "--threads") a->threads = std::atoi(v);
-    else if (k == "--level") a->level = std::atoi(v);
-    else if (k == "--frame-size") a->frame_size = ParseSize(v);
-    else if (k == "--records") a->records = std::max(1, std::atoi(v));
-    else if (k == "--json") a->json = v;
-    else return false;
+    if (k == "--size")
+      a->size = ParseSize(v);
+    else if (k == "--dir")
+      a->dir = v;
+    else if (k == "--threads")
+      a->threads = std::atoi(v);
+    else if (k == "--level")
+      a->level = std::atoi(v);
+    else if (k == "--frame-size")
+      a->frame_size = ParseSize(v);
+    else if (k == "--records")
+      a->records = std::max(1, std::atoi(v));
+    else if (k == "--min-saving")
+      a->min_saving = std::atoi(v);
+    else if (k == "--json")
+      a->json = v;
+    else
+      return false;
   }
   return a->size > 0;
 }
@@ -80,7 +101,9 @@ void FillRealistic(uint8_t* p, uint64_t n) {
     const uint64_t len = std::min(kSeg, n - off);
     uint8_t* s = p + off;
     switch (seg % 4) {
-      case 0: std::memset(s, 0, len); break;
+      case 0:
+        std::memset(s, 0, len);
+        break;
       case 1:
         for (uint64_t i = 0; i + 4 <= len; i += 4) {
           const float f = weight(rng);
@@ -136,6 +159,7 @@ bool ImageWrite(const Args& a, const std::string& path, const uint8_t* p, double
   o.compression_level = a.level;
   o.frame_size = static_cast<uint32_t>(a.frame_size);
   o.total_bytes = a.size;
+  o.min_saving_pct = a.min_saving;
   const auto t0 = Clock::now();
   std::unique_ptr<ckpt::ImageWriter> w;
   ckpt::Status s = ckpt::ImageWriter::Create(path, {}, o, &w);
@@ -186,7 +210,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &a)) {
     std::fprintf(stderr,
                  "usage: vgpu_bench_checkpoint [--size 1G] [--dir DIR] [--threads N] "
-                 "[--level L] [--frame-size 4M] [--records N] [--json FILE]\n");
+                 "[--level L] [--frame-size 4M] [--records N] [--min-saving PCT] [--json FILE]\n");
     return 2;
   }
   std::vector<uint8_t> src(a.size), dst(a.size, 1);
@@ -203,8 +227,7 @@ int main(int argc, char** argv) {
     return 1;
   if (std::memcmp(src.data(), dst.data(), a.size) != 0) return Fail("read-back differs"), 1;
   std::unique_ptr<ckpt::ImageReader> r;
-  const uint64_t file_bytes =
-      ckpt::ImageReader::Open(img, {}, &r).ok() ? r->info().file_bytes : 0;
+  const uint64_t file_bytes = ckpt::ImageReader::Open(img, {}, &r).ok() ? r->info().file_bytes : 0;
   ::unlink(img.c_str());
 
   const double mem = MBps(a.size, memcpy_s), disk = MBps(a.size, raw_s);

@@ -406,6 +406,7 @@ TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
   EXPECT_EQ(e, "VGPU_CONFIG file '" + path +
                    "' has unknown key 'device_memory_limt': expected visible_devices, "
                    "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
+            "sched_region, "
             "log_level, log_file, real_libcuda, real_libnvml");
 }
 

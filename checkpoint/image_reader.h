@@ -1,0 +1,81 @@
+// Reader of vgpu checkpoint images (format: docs/checkpoint-format.md).
+//
+// Open() reads and validates everything but the frame data before it
+// succeeds: magic, version, flags, layout, the trailer digest over header and
+// tables, and the consistency of records and frames (bounds, VA overlaps,
+// sizes). A restore can therefore refuse a damaged or foreign image before it
+// changes anything. Frame data is checked as it is read: every frame's XXH64
+// over its stored bytes, and zstd's own content checksum. VerifyData() does
+// that for the whole image without a destination, for callers that must know
+// the data is intact before they overwrite anything.
+//
+// Every failure is a Status whose message is one line naming the image and
+// what is wrong, e.g. "checkpoint image /x/y: frame 17 of record 3 fails its
+// checksum (corrupt)". No input makes the reader crash, throw or read out of
+// bounds. The const methods may be called from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "checkpoint/image_format.h"
+#include "checkpoint/image_writer.h"  // ProgressFn
+#include "checkpoint/status.h"
+
+namespace vgpu::checkpoint {
+
+struct ReaderOptions {
+  int threads = 0;      // decompression threads per call; 0: min(4, hardware threads)
+  ProgressFn progress;  // (bytes done, bytes total) of each Read*/Verify call
+};
+
+struct ImageInfo {
+  Header header;  // version, flags, frame size, time, pid, hostname, ...
+  uint64_t file_bytes = 0;
+  uint64_t data_bytes = 0;    // uncompressed, all records
+  uint64_t stored_bytes = 0;  // frame bytes in the file
+};
+
+// One destination of ReadRecords: record `record` into dst[0, size), where
+// size must equal the record's size.
+struct ReadTarget {
+  size_t record = 0;
+  void* dst = nullptr;
+  size_t size = 0;
+};
+
+class ImageReader {
+ public:
+  static Status Open(const std::string& path, const ReaderOptions& options,
+                     std::unique_ptr<ImageReader>* out);
+  // An image held in memory; `data` must outlive the reader. `name` is used
+  // in messages.
+  static Status OpenMemory(const void* data, size_t size, const ReaderOptions& options,
+                           std::unique_ptr<ImageReader>* out, const std::string& name = "<memory>");
+  ~ImageReader();
+  ImageReader(const ImageReader&) = delete;
+  ImageReader& operator=(const ImageReader&) = delete;
+
+  const ImageInfo& info() const;
+  std::span<const RecordEntry> records() const;
+  std::span<const FrameEntry> frames() const;
+
+  // Decompresses record i into dst (n == its size) with several threads.
+  // On failure dst's contents are unspecified.
+  Status ReadRecord(size_t i, void* dst, size_t n) const;
+  // Several records in one parallel pass (better for many small records).
+  Status ReadRecords(std::span<const ReadTarget> targets) const;
+  // Reads, checksums and decompresses every frame, writing nothing.
+  Status VerifyData() const;
+
+ private:
+  struct Impl;
+  explicit ImageReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vgpu::checkpoint

@@ -1,0 +1,8 @@
+# Checkpoint image format (checkpoint/): round trips, every kind of damage,
+# interrupted and failing writers, concurrent readers. Included from
+# tests/unit/CMakeLists.txt. Needs no GPU; some tests fork.
+add_executable(checkpoint_image_test ${CMAKE_CURRENT_LIST_DIR}/checkpoint_image_test.cc)
+target_link_libraries(checkpoint_image_test PRIVATE vgpu_checkpoint vgpu_warnings
+                      GTest::gtest_main Threads::Threads)
+gtest_discover_tests(checkpoint_image_test DISCOVERY_TIMEOUT 60
+                     PROPERTIES LABELS unit TIMEOUT 300)
