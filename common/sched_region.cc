@@ -153,7 +153,7 @@ int SchedRegion::RegisterClient(pid_t pid) {
 
 int SchedRegion::JoinGroup(int device, int client, const std::string& name,
                            const GroupParams& params) {
-  SchedDevice& dev = device_ref(device);
+  SchedDevice& dev = layout_->devices[device];
   uint64_t key = GroupKey(name);
   int found = -1;
   for (int g = 0; g < kSchedGroups && found < 0; ++g) {
@@ -183,7 +183,7 @@ int SchedRegion::JoinGroup(int device, int client, const std::string& name,
 }
 
 bool SchedRegion::SetGroupParams(int device, const std::string& name, const GroupParams& p) {
-  SchedDevice& dev = device_ref(device);
+  SchedDevice& dev = layout_->devices[device];
   uint64_t key = GroupKey(name);
   for (auto& g : dev.groups) {
     if (g.key.load() != key) continue;
@@ -208,7 +208,7 @@ double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const 
   // Weighted: what the active fixed groups leave, split by weight among the
   // active weighted groups (this one counted as active).
   double fixed = 0, weights = g.weight.load();
-  for (const auto& o : device_ref(device).groups) {
+  for (const auto& o : layout_->devices[device].groups) {
     if (&o == &g || !GroupActive(o, now)) continue;
     auto op = static_cast<SchedPolicy>(o.policy.load(std::memory_order_relaxed));
     if (op == SchedPolicy::kFixed) fixed += o.share_permille.load() / 1000.0;
@@ -217,8 +217,12 @@ double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const 
   return std::max(0.0, 1.0 - fixed) * g.weight.load() / weights;
 }
 
+int64_t SchedRegion::BurstCap(double rate) const {
+  return static_cast<int64_t>(std::max(2e6, rate * static_cast<double>(tuning_.burst_ns)));
+}
+
 void SchedRegion::Refill(int device, uint64_t now) {
-  SchedDevice& dev = device_ref(device);
+  SchedDevice& dev = layout_->devices[device];
   uint64_t last = dev.last_refill_ns.load();
   if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
   uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
@@ -226,21 +230,25 @@ void SchedRegion::Refill(int device, uint64_t now) {
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
     double rate = RateOf(device, g, now);
-    auto cap = static_cast<int64_t>(std::max(1e6, rate * static_cast<double>(tuning_.burst_ns)));
+    int64_t cap = BurstCap(rate);
     auto add = static_cast<int64_t>(rate * static_cast<double>(dt));
-    bool idle_weighted = policy != SchedPolicy::kFixed && !GroupActive(g, now);
+    if (policy != SchedPolicy::kFixed) {
+      // Weighted buckets are credited by Charge, not by the clock. An idle one
+      // neither banks credit nor keeps debt: a returning tenant starts level,
+      // which is what brings it its share back quickly.
+      if (!GroupActive(g, now)) g.tokens_ns.store(0);
+      continue;
+    }
     int64_t t = g.tokens_ns.load();
     int64_t next = 0;
     do {
-      // An idle weighted group neither banks credit nor keeps debt: a returning
-      // tenant starts level, which is what brings it its share back quickly.
-      next = idle_weighted ? 0 : std::clamp(t + add, tuning_.debt_floor_ns, cap);
+      next = std::clamp(t + add, tuning_.debt_floor_ns, cap);
     } while (!g.tokens_ns.compare_exchange_weak(t, next));
   }
 }
 
 bool SchedRegion::HighPriorityActive(int device, int exclude_group, uint64_t now) const {
-  const SchedDevice& dev = device_ref(device);
+  const SchedDevice& dev = layout_->devices[device];
   for (int g = 0; g < kSchedGroups; ++g) {
     const SchedGroup& grp = dev.groups[g];
     if (g == exclude_group || grp.key.load() == 0 || grp.high_priority.load() == 0) continue;
@@ -254,11 +262,16 @@ bool SchedRegion::Eligible(int device, int c, uint64_t now) const {
   const SchedClient& cl = layout_->clients[c];
   int g = cl.group[device].load();
   if (cl.pid.load() <= 0 || cl.demand_since_ns[device].load() == 0 || g < 0) return false;
-  const SchedGroup& grp = device_ref(device).groups[g];
+  const SchedGroup& grp = layout_->devices[device].groups[g];
   if (grp.high_priority.load() != 0) return true;
   if (HighPriorityActive(device, g, now)) return false;
   auto policy = static_cast<SchedPolicy>(grp.policy.load());
-  return policy != SchedPolicy::kFixed || grp.tokens_ns.load() > 0;
+  // A capped group starts a turn only with a quarter of its burst banked:
+  // turns of several milliseconds, so handovers (each leaves the device idle
+  // for a wake-up or two) stay rare, while the bucket never fills up (and
+  // loses refill) during another group's turn.
+  return policy != SchedPolicy::kFixed ||
+         grp.tokens_ns.load() >= BurstCap(grp.share_permille.load() / 1000.0) / 4;
 }
 
 int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
@@ -268,7 +281,7 @@ int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
   uint64_t best_since = 0;
   for (int c = 0; c < kSchedClients; ++c) {
     if (c == exclude || !Eligible(device, c, now)) continue;
-    const SchedGroup& grp = device_ref(device).groups[layout_->clients[c].group[device].load()];
+    const SchedGroup& grp = layout_->devices[device].groups[layout_->clients[c].group[device].load()];
     bool hp = grp.high_priority.load() != 0;
     int64_t tokens = grp.tokens_ns.load();
     uint64_t since = layout_->clients[c].demand_since_ns[device].load();
@@ -290,7 +303,7 @@ bool SchedRegion::OthersWaiting(int device, int me) const {
 }
 
 bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {
-  const SchedDevice& dev = device_ref(device);
+  const SchedDevice& dev = layout_->devices[device];
   int g = layout_->clients[me].group[device].load();
   if (g < 0) return true;
   const SchedGroup& mine = dev.groups[g];
@@ -317,7 +330,7 @@ void SchedRegion::SetDemand(int device, int client, uint64_t now) {
   uint64_t zero = 0;
   cl.demand_since_ns[device].compare_exchange_strong(zero, now);
   int g = cl.group[device].load();
-  if (g >= 0) device_ref(device).groups[g].last_demand_ns.store(now);
+  if (g >= 0) layout_->devices[device].groups[g].last_demand_ns.store(now);
 }
 
 void SchedRegion::ClearDemand(int device, int client) {
@@ -325,7 +338,7 @@ void SchedRegion::ClearDemand(int device, int client) {
 }
 
 bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
-  SchedDevice& dev = device_ref(device);
+  SchedDevice& dev = layout_->devices[device];
   int h = dev.holder.load();
   if (h == me) return true;
   if (h >= 0) {
@@ -342,7 +355,7 @@ bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
 }
 
 void SchedRegion::Release(int device, int me, uint64_t now) {
-  SchedDevice& dev = device_ref(device);
+  SchedDevice& dev = layout_->devices[device];
   int next = PickNext(device, me, now);
   int expected = me;
   if (dev.holder.compare_exchange_strong(expected, next)) {
@@ -352,7 +365,26 @@ void SchedRegion::Release(int device, int me, uint64_t now) {
 }
 
 void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) {
-  SchedGroup& g = device_ref(device).groups[group];
+  SchedGroup& g = layout_->devices[device].groups[group];
+  if (static_cast<SchedPolicy>(g.policy.load()) != SchedPolicy::kFixed) {
+    // Weighted fair share: the GPU time a weighted group used is credited to
+    // every active weighted group (itself included) by weight, so buckets
+    // sum to a constant and a bucket is exactly that group's lead or lag
+    // behind its fair share of the time weighted groups actually got.
+    double weights = 0;
+    for (auto& o : layout_->devices[device].groups) {
+      if ((&o == &g || GroupActive(o, now)) &&
+          static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed) {
+        weights += o.weight.load();
+      }
+    }
+    for (auto& o : layout_->devices[device].groups) {
+      if ((&o == &g || GroupActive(o, now)) &&
+          static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed) {
+        o.tokens_ns.fetch_add(static_cast<int64_t>(static_cast<double>(busy_ns) * o.weight.load() / weights));
+      }
+    }
+  }
   int64_t t = g.tokens_ns.load();
   int64_t next = 0;
   do {
@@ -365,7 +397,7 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
 void SchedRegion::WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns) {
   timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
               static_cast<long>(timeout_ns % 1'000'000'000ull)};
-  Futex(&device_ref(device).gen, FUTEX_WAIT, seen_gen, &ts);
+  Futex(&layout_->devices[device].gen, FUTEX_WAIT, seen_gen, &ts);
 }
 
 bool SchedRegion::ClientAlive(int c) const {
@@ -385,7 +417,7 @@ void SchedRegion::ReapDead() {
     for (int d = 0; d < kSchedDevices; ++d) {
       cl.demand_since_ns[d].store(0);
       int expected = c;
-      if (device_ref(d).holder.compare_exchange_strong(expected, -1)) Wake(device_ref(d));
+      if (layout_->devices[d].holder.compare_exchange_strong(expected, -1)) Wake(layout_->devices[d]);
     }
     cl.pid.store(0, std::memory_order_release);
   }

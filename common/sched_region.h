@@ -32,12 +32,12 @@ enum class SchedPolicy : uint32_t { kNative = 0, kFixed = 1, kWeighted = 2 };
 
 // Scheduling constants (documented in docs/compute-share.md).
 struct SchedTuning {
-  uint64_t min_slice_ns = 5'000'000;       // a holder keeps the lease at least this long
+  uint64_t min_slice_ns = 10'000'000;      // a holder keeps the lease at least this long
   uint64_t max_slice_ns = 50'000'000;      // ... and at most this long when others wait
-  uint64_t hysteresis_ns = 5'000'000;      // a waiter must be this far ahead in tokens
+  uint64_t hysteresis_ns = 10'000'000;     // a waiter must be this far ahead in tokens
   uint64_t active_window_ns = 20'000'000;  // a group counts as active this long after demand
   uint64_t high_priority_idle_ns = 20'000'000;  // others resume this long after high prio idles
-  uint64_t burst_ns = 10'000'000;          // at most this much GPU time banked (times the rate)
+  uint64_t burst_ns = 50'000'000;          // at most this much GPU time banked (times the rate)
   int64_t debt_floor_ns = -100'000'000;    // debt never grows beyond this
 };
 
@@ -136,6 +136,7 @@ class SchedRegion {
  private:
   SchedRegion() = default;
   double RateOf(int device, const SchedGroup& g, uint64_t now) const;
+  int64_t BurstCap(double rate) const;
   bool GroupActive(const SchedGroup& g, uint64_t now) const;
   bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
   bool Eligible(int device, int client, uint64_t now) const;

@@ -1,6 +1,6 @@
-// vgpuctl: the command-line tool. This first version reports the
-// configuration options and a quota group's ledger; process control
-// (ps, suspend, resume, checkpoint, restore) arrives with the agent.
+// vgpuctl: the command-line tool. Configuration and quota ledgers are read
+// locally; process control talks to the in-process agents
+// (vgpuctl_process.cc, docs/control-protocol.md).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,20 +11,56 @@
 
 #include "common/byte_size.h"
 #include "common/quota_ledger.h"
+#include "ctl/vgpuctl_cli.h"
+#include "ctl/vgpuctl_process.h"
 #include "intercept/config.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: vgpuctl <command> [args]\n"
-    "  version           print the version\n"
-    "  config            list every configuration variable with its default\n"
-    "  quota GROUP       show a quota group's limits and usage per device\n";
+    "  version                 print the version\n"
+    "  config                  list every configuration variable with its default\n"
+    "  quota GROUP             show a quota group's limits and usage per device\n"
+    "  ps                      list interposed processes: state, devices, used, quota\n"
+    "  info PID                one process in detail\n"
+    "  suspend PID             move its device memory to host RAM and pause its CUDA calls\n"
+    "  resume PID              bring its device memory back and let it run\n"
+    "  checkpoint PID [--dir DIR] [--leave-running]\n"
+    "                          write its device memory to an image in DIR\n"
+    "  restore PID [--from DIR]\n"
+    "                          load its device memory from the image in DIR\n"
+    "  set PID [--memory-limit SIZE] [--compute-share PCT] [--device N]\n"
+    "                          change its limits at runtime\n"
+    "options of the process commands:\n"
+    "  --json                  machine-readable output on stdout\n"
+    "  -q, --quiet             no progress display\n"
+    "  --run-dir DIR           where agent sockets live (default: see docs/control-protocol.md)\n"
+    "  --timeout SEC           longest silence tolerated from the agent\n"
+    "exit codes: 0 ok, 1 operation failed, 2 usage, 3 no such process or agent,\n"
+    "  4 permission denied, 5 busy or wrong state, 6 timeout or protocol error\n";
 
-// Exit codes scripts can rely on.
-constexpr int kOk = 0;
-constexpr int kUsageError = 2;
-constexpr int kNotFound = 3;
+using ProcessCommand = int (*)(const std::vector<std::string>&);
+
+struct NamedCommand {
+  const char* name;
+  ProcessCommand run;
+};
+
+constexpr NamedCommand kProcessCommands[] = {
+    {"ps", vgpu::ctl::cli::Ps},
+    {"info", vgpu::ctl::cli::Info},
+    {"suspend", vgpu::ctl::cli::Suspend},
+    {"resume", vgpu::ctl::cli::Resume},
+    {"checkpoint", vgpu::ctl::cli::Checkpoint},
+    {"restore", vgpu::ctl::cli::Restore},
+    {"set", vgpu::ctl::cli::Set},
+};
+
+// Exit codes scripts can rely on (the full list is in vgpuctl_cli.h).
+constexpr int kOk = vgpu::ctl::cli::kExitOk;
+constexpr int kUsageError = vgpu::ctl::cli::kExitUsage;
+constexpr int kNotFound = vgpu::ctl::cli::kExitNotFound;
 
 int Config() {
   std::printf("%-26s %-34s %-20s %s\n", "VARIABLE", "ALIASES", "DEFAULT", "MEANING");
@@ -77,6 +113,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "config") return Config();
   if (cmd == "quota" && argc == 3) return Quota(argv[2]);
+  for (const NamedCommand& c : kProcessCommands) {
+    if (cmd == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return kOk;

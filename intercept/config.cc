@@ -343,6 +343,18 @@ bool ParseComputePolicy(const Input& in, Config* cfg, std::string* error) {
   return Fail(in, "is not a policy: expected fixed, weighted or native", error);
 }
 
+bool ParseSchedRegion(const Input& in, Config* cfg, std::string* error) {
+  const std::string& v = in.text;
+  bool ok = v.size() >= 2 && v.size() <= 100 && v[0] == '/';
+  for (size_t i = 1; i < v.size(); ++i) {
+    char c = v[i];
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  }
+  if (!ok) return Fail(in, "is not a shared-memory name: expected /name with [A-Za-z0-9._-]", error);
+  cfg->sched_region = v;
+  return true;
+}
+
 constexpr OptionSpec kOptions[] = {
     {{"VGPU_VISIBLE_DEVICES", "", "visible_devices", "all devices",
       "Physical devices the process sees, as indices or GPU UUIDs, in the order it sees them; "
@@ -394,6 +406,13 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      true,
      ParseComputePolicy,
+     nullptr},
+    {{"VGPU_SCHED_REGION", "", "sched_region", "/vgpu-sched-<uid>",
+      "Shared-memory region of the compute scheduler; processes that share GPUs must name the "
+      "same one."},
+     Kind::kScalar,
+     false,
+     ParseSchedRegion,
      nullptr},
     {{"VGPU_LOG_LEVEL", "", "log_level", "warn",
       "Least severe message logged: off, error, warn, info or debug."},

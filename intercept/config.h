@@ -50,6 +50,7 @@ struct Config {
   uint32_t compute_weight = 0;          // VGPU_COMPUTE_WEIGHT; 0: unset (1)
   bool high_priority = false;           // VGPU_PRIORITY=high
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
+  std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
   // The policy in force: explicit, else fixed with a share, weighted with a
   // weight or high priority, else native (memory isolation only).
   ComputePolicy EffectivePolicy() const;

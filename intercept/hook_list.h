@@ -59,7 +59,8 @@
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
-  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz)
+  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSetCurrent) X(cuCtxSynchronize)  \
+  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)
 
 // NVML entry points (types from sim/nvml/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \

@@ -1,38 +1,61 @@
-// Hot paths: every launch form and the async host-to-device copy. For now they
-// only pass through (the compute share will govern them); they take no lock,
-// make no syscall, allocate nothing and never log.
+// Hot paths: every launch form (governed by the compute share) and the async
+// host-to-device copy. With tokens available they take no lock, make no
+// syscall, allocate nothing and never log.
 #include "intercept/hooks.h"
+#include "intercept/compute_share.h"
 #include "intercept/real_driver.h"
 
+namespace {
+
+// Every launch form passes the compute-share gate first (a no-op when the
+// policy is native).
+inline void Govern(CUstream stream, bool per_thread) {
+  vgpu::ComputeShare* cs = vgpu::ComputeShare::Get();
+  if (cs == nullptr) return;
+  CUcontext ctx = nullptr;
+  REAL_CALL(cuCtxGetCurrent, &ctx);
+  cs->Gate(cs->DeviceOf(ctx), ctx, stream, per_thread);
+}
+
+}  // namespace
+
 VGPU_HOOK(cuLaunchKernel) CUresult CUDAAPI vgpu_hook_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  Govern(hStream, false);
   return REAL_CALL(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  Govern(hStream, true);
   return REAL_CALL(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  Govern(config != nullptr ? config->hStream : nullptr, false);
   return REAL_CALL(cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  Govern(config != nullptr ? config->hStream : nullptr, true);
   return REAL_CALL(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  Govern(hStream, false);
   return REAL_CALL(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  Govern(hStream, true);
   return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  Govern(hStream, false);
   return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  Govern(hStream, true);
   return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "intercept/compute_share.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
 
@@ -82,6 +83,10 @@ CUresult Runtime::BuildPhaseTwo() {
       return CUDA_ERROR_NOT_INITIALIZED;
     }
   }
+  if (!ComputeShare::Start(&error)) {
+    ReportFatal(error);
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
   VGPU_LOG(kInfo, "ready: %d visible device(s), quota %s, group '%s'", devices_.count(),
            ledger_ != nullptr ? "on" : "off", config_.group.c_str());
   return CUDA_SUCCESS;
@@ -94,6 +99,7 @@ void Runtime::OnForkChild() {
   // The driver refuses a forked child's calls; so do the hooks that would
   // otherwise answer from state of the parent's (device count, mapping).
   ready_.store(false, std::memory_order_release);
+  ComputeShare::OnForkChild();
 }
 
 }  // namespace vgpu

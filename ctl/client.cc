@@ -1,0 +1,180 @@
+#include "ctl/client.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "ctl/run_dir.h"
+
+namespace vgpu::ctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Closes the descriptor on every path out.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Status Connect(const std::string& path, int* out) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) {
+    return Status::Error(ErrorCode::kInval, "socket path too long: " + path);
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Error(ErrorCode::kIo, std::string("socket: ") + strerror(errno));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    *out = fd;
+    return Status::Ok();
+  }
+  int err = errno;
+  close(fd);
+  std::string why = path + ": " + strerror(err);
+  if (err == EACCES || err == EPERM) {
+    return Status::Error(ErrorCode::kPerm, "permission denied: cannot connect to " + why);
+  }
+  if (err == ENOENT || err == ECONNREFUSED) return Status::Error(ErrorCode::kNoEnt, why);
+  return Status::Error(ErrorCode::kIo, "cannot connect to " + why);
+}
+
+bool SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads one line (without '\n') with a silence timeout.
+Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms) {
+  for (;;) {
+    size_t nl = buf->find('\n');
+    if (nl != std::string::npos) {
+      *line = buf->substr(0, nl);
+      buf->erase(0, nl + 1);
+      return Status::Ok();
+    }
+    if (buf->size() > (16u << 20)) {
+      return Status::Error(ErrorCode::kProto, "agent sent an overlong line");
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, timeout_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      char text[64];
+      std::snprintf(text, sizeof text, "no answer from the agent within %g s", timeout_ms / 1000.0);
+      return Status::Error(ErrorCode::kTimedOut, text);
+    }
+    char chunk[8192];
+    ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return Status::Error(ErrorCode::kIo, "the agent closed the connection before answering");
+    }
+    buf->append(chunk, static_cast<size_t>(n));
+  }
+}
+
+Status Exchange(int fd, const Request& request, const ProgressCallback& on_progress,
+                Response* response, int timeout_ms) {
+  if (!SendAll(fd, SerializeRequest(request))) {
+    // The agent may have refused us before reading (SO_PEERCRED): its answer
+    // is still in the socket.
+  }
+  std::string buf, line;
+  for (;;) {
+    Status st = ReadLine(fd, &buf, &line, timeout_ms);
+    if (!st.ok()) return st;
+    ServerLine sl;
+    st = ParseServerLine(line, &sl);
+    if (!st.ok()) return st;
+    if (!sl.is_progress) {
+      *response = std::move(sl.response);
+      return Status::Ok();
+    }
+    if (on_progress) on_progress(sl.progress);
+  }
+}
+
+}  // namespace
+
+Status CallSocket(const std::string& socket_path, const Request& request,
+                  const ProgressCallback& on_progress, Response* response, int timeout_ms) {
+  int raw = -1;
+  Status st = Connect(socket_path, &raw);
+  if (!st.ok()) return st;
+  Fd fd(raw);
+  return Exchange(fd.get(), request, on_progress, response, timeout_ms);
+}
+
+Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progress,
+            Response* response, const ClientOptions& options) {
+  std::string dir = options.run_dir.empty() ? RunDir() : options.run_dir;
+  std::string path;
+  Status st = SocketPath(dir, pid, &path);
+  if (!st.ok()) return st;
+  if (pid <= 0 || ProcessIsDead(pid)) {
+    unlink(path.c_str());  // stale, if it exists
+    return Status::Error(ErrorCode::kNoEnt, "no such process: " + std::to_string(pid));
+  }
+  st = CallSocket(path, request, on_progress, response, options.timeout_ms);
+  if (st.code == ErrorCode::kNoEnt) {
+    return Status::Error(ErrorCode::kNoEnt,
+                         "process " + std::to_string(pid) +
+                             " has no vgpu agent (not interposed, or no CUDA use yet; looked "
+                             "for " +
+                             path + ")");
+  }
+  if (!st.ok()) st.message = "process " + std::to_string(pid) + ": " + st.message;
+  return st;
+}
+
+std::vector<AgentEntry> ListAgents(const std::string& run_dir, std::vector<std::string>* removed) {
+  std::string dir = run_dir.empty() ? RunDir() : run_dir;
+  std::vector<AgentEntry> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::optional<pid_t> pid = PidFromSocketName(e->d_name);
+    if (!pid) continue;
+    std::string path = dir + "/" + e->d_name;
+    int fd = -1;
+    // Dead pid, or nobody listening (the agents rename a socket into place
+    // only once it listens, so a refused connection means it is stale).
+    bool stale = ProcessIsDead(*pid) || Connect(path, &fd).code == ErrorCode::kNoEnt;
+    if (fd >= 0) close(fd);
+    if (stale) {
+      if (unlink(path.c_str()) == 0 && removed != nullptr) removed->push_back(path);
+      continue;
+    }
+    out.push_back({*pid, path});
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const AgentEntry& a, const AgentEntry& b) { return a.pid < b.pid; });
+  return out;
+}
+
+}  // namespace vgpu::ctl

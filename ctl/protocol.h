@@ -1,0 +1,161 @@
+// The control protocol spoken between vgpuctl (or vgpud) and the agent inside
+// every interposed process: newline-delimited JSON over a Unix stream socket.
+// docs/control-protocol.md is the reference; this header is its typed form.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu::ctl {
+
+inline constexpr int kProtocolVersion = 1;
+// A request line longer than this is refused (E2BIG) and the connection closed:
+// it bounds the agent's memory per client.
+inline constexpr size_t kMaxRequestBytes = 64 * 1024;
+// Nesting deeper than this is refused before parsing (no request needs it).
+inline constexpr int kMaxJsonDepth = 32;
+
+// Error codes carry errno names on the wire so that scripts and other
+// languages need no table. kOk never appears on the wire.
+enum class ErrorCode {
+  kOk,
+  kPerm,      // EPERM: peer not allowed, or the operation is not permitted
+  kInval,     // EINVAL: malformed request, wrong argument types or values
+  kBusy,      // EBUSY: wrong state (already suspended) or another operation running
+  kNoEnt,     // ENOENT: no such agent/process, image or directory
+  kIo,        // EIO: the operation failed (copy, disk, driver), or an internal error
+  kNoSys,     // ENOSYS: unknown command, or not supported by this agent
+  kProto,     // EPROTO: unsupported protocol version or unframed garbage
+  kTooBig,    // E2BIG: request line longer than kMaxRequestBytes
+  kTimedOut,  // ETIMEDOUT: the peer did not answer or send in time
+};
+
+std::string_view ErrorCodeName(ErrorCode code);      // "EPERM", ...
+ErrorCode ErrorCodeFromName(std::string_view name);  // unknown names -> kIo
+
+// An outcome with a message; used by the transport and the client.
+struct Status {
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+
+  bool ok() const { return code == ErrorCode::kOk; }
+  static Status Ok() { return {}; }
+  static Status Error(ErrorCode c, std::string m) { return {c, std::move(m)}; }
+};
+
+// The commands this protocol version defines.
+inline constexpr const char* kCommands[] = {"ping",   "ps",         "info",    "suspend",
+                                            "resume", "checkpoint", "restore", "set"};
+bool IsKnownCommand(std::string_view cmd);
+
+struct Request {
+  int v = kProtocolVersion;
+  int64_t id = 0;  // echoed in progress lines and the response
+  std::string cmd;
+  nlohmann::json args = nlohmann::json::object();
+  // Not on the wire: the caller's uid as the agent authenticated it
+  // (SO_PEERCRED), for the handler's logs and policies; -1 if unknown.
+  int64_t peer_uid = -1;
+};
+
+struct Response {
+  int64_t id = 0;
+  bool ok = true;
+  nlohmann::json result = nlohmann::json::object();  // when ok
+  std::string error;                                 // when !ok: human-readable
+  ErrorCode code = ErrorCode::kOk;                   // when !ok
+
+  static Response Ok(nlohmann::json result = nlohmann::json::object());
+  static Response Error(ErrorCode code, std::string message);
+  static Response Error(const Status& status) { return Error(status.code, status.message); }
+};
+
+struct Progress {
+  uint64_t done = 0;
+  uint64_t total = 0;  // 0: unknown
+  std::string phase;   // optional: "copy", "compress", "write", ...
+};
+
+// --- Typed arguments and results. Parse* functions check types and return
+// EINVAL with a message naming the field; unknown fields are ignored. ---
+
+struct CheckpointArgs {
+  std::string dir;  // absolute; empty: the agent's default directory
+  bool leave_running = false;
+};
+struct RestoreArgs {
+  std::string from;  // absolute; empty: the agent's most recent checkpoint
+};
+struct SetArgs {
+  std::optional<int> device;             // visible index; absent: every device
+  std::optional<uint64_t> memory_limit;  // bytes; 0 = unlimited
+  std::optional<int> compute_share;      // percent, 1..100
+};
+
+Status ParseCheckpointArgs(const nlohmann::json& args, CheckpointArgs* out);
+Status ParseRestoreArgs(const nlohmann::json& args, RestoreArgs* out);
+Status ParseSetArgs(const nlohmann::json& args, SetArgs* out);
+// Checks the args of any known command (commands without args accept any object).
+Status ValidateArgs(const std::string& cmd, const nlohmann::json& args);
+
+nlohmann::json ToJson(const CheckpointArgs& a);
+nlohmann::json ToJson(const RestoreArgs& a);
+nlohmann::json ToJson(const SetArgs& a);
+
+struct DeviceInfo {
+  int index = 0;                  // as the process sees it (0..n-1)
+  std::string uuid;               // of the physical GPU
+  std::optional<uint64_t> quota;  // bytes; nullopt = unlimited
+  uint64_t used = 0;              // bytes this process holds
+};
+struct InfoResult {
+  int64_t pid = 0;
+  int64_t uid = 0;
+  std::string version;            // libvgpu version
+  std::string group;              // quota group; empty = none (per-process quota)
+  std::string state = "running";  // "running" | "suspended"
+  std::string command;            // /proc/<pid>/comm of the process
+  std::vector<DeviceInfo> devices;
+};
+struct CheckpointResult {
+  std::string path;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+nlohmann::json ToJson(const InfoResult& r);
+nlohmann::json ToJson(const CheckpointResult& r);
+// Tolerant readers for the client: missing fields keep their defaults, wrong
+// types are an error.
+Status ParseInfoResult(const nlohmann::json& j, InfoResult* out);
+Status ParseCheckpointResult(const nlohmann::json& j, CheckpointResult* out);
+
+// --- Framing: one JSON document per line, no embedded newlines. ---
+
+// Parses one request line (without its '\n'). On failure out->id holds the
+// request id when it could be read, so the error response can echo it.
+Status ParseRequest(std::string_view line, Request* out);
+std::string SerializeRequest(const Request& r);  // ends with '\n'
+
+std::string SerializeResponse(const Response& r);              // ends with '\n'
+std::string SerializeProgress(int64_t id, const Progress& p);  // ends with '\n'
+
+// A line the client receives: either progress or the final response.
+struct ServerLine {
+  bool is_progress = false;
+  Progress progress;
+  Response response;
+};
+Status ParseServerLine(std::string_view line, ServerLine* out);
+
+// Dumps JSON on one line; invalid UTF-8 in strings is replaced, never thrown.
+std::string DumpLine(const nlohmann::json& j);
+
+// Maximum nesting of '[' / '{' outside strings (cheap pre-parse guard).
+int JsonDepth(std::string_view text);
+
+}  // namespace vgpu::ctl

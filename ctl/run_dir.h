@@ -1,0 +1,39 @@
+// Where agents put their sockets, and how their names are formed.
+// Location (first that applies): $VGPU_RUN_DIR, $XDG_RUNTIME_DIR/vgpu,
+// /run/vgpu when running as root, /tmp/vgpu-<uid>. Sockets are
+// "agent-<pid>.sock". See docs/control-protocol.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ctl/protocol.h"
+
+namespace vgpu::ctl {
+
+// The run directory this process uses (computed from the environment; not
+// created).
+std::string RunDir();
+
+// Creates `dir` (mode 0700) if missing and checks that an existing one is safe:
+// a real directory (not a symlink) owned by this euid or root, and not
+// writable by group/others unless sticky. Fails closed with a message.
+Status EnsureRunDir(const std::string& dir);
+
+// "<dir>/agent-<pid>.sock". Fails if it would not fit sockaddr_un.sun_path.
+Status SocketPath(const std::string& dir, pid_t pid, std::string* out);
+
+// The pid in an "agent-<pid>.sock" file name, or nullopt for other names.
+std::optional<pid_t> PidFromSocketName(std::string_view name);
+
+// True if no process `pid` exists (kill(pid, 0) fails with ESRCH). A process
+// of another uid counts as alive.
+bool ProcessIsDead(pid_t pid);
+
+// Removes sockets of dead processes in `dir`. Returns how many were removed.
+int RemoveStaleSockets(const std::string& dir);
+
+}  // namespace vgpu::ctl

@@ -1,0 +1,269 @@
+#include "ctl/vgpuctl_process.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/byte_size.h"
+#include "ctl/client.h"
+#include "ctl/vgpuctl_cli.h"
+
+namespace vgpu::ctl::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kQueryTimeoutMs = 5000;  // info, ps (per agent: 3 s)
+constexpr int kPsTimeoutMs = 3000;
+constexpr int kOperationTimeoutMs = 120000;  // silence tolerated during long operations
+
+bool ParseOrUsage(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
+                  size_t positional, Options* o, int* exit_code) {
+  std::string error;
+  if (!ParseOptions(args, allowed, o, &error)) {
+    std::fprintf(stderr, "vgpuctl: %s (see vgpuctl help)\n", error.c_str());
+    *exit_code = kExitUsage;
+    return false;
+  }
+  if (o->positional.size() != positional) {
+    std::fprintf(stderr, "vgpuctl: expected %zu argument(s) (see vgpuctl help)\n", positional);
+    *exit_code = kExitUsage;
+    return false;
+  }
+  return true;
+}
+
+bool ParsePid(const std::string& s, pid_t* pid) {
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v <= 0 || v > 0x3fffffff) {
+    std::fprintf(stderr, "vgpuctl: not a process id: %s\n", s.c_str());
+    return false;
+  }
+  *pid = static_cast<pid_t>(v);
+  return true;
+}
+
+ClientOptions ClientOpts(const Options& o, int default_timeout_ms) {
+  return {o.run_dir, o.timeout_ms.value_or(default_timeout_ms)};
+}
+
+// Sends one request; on any failure reports it and returns false with the
+// exit code in *exit_code.
+bool Send(pid_t pid, const std::string& cmd, json args, const Options& o, int timeout_ms,
+          const std::string& verb, Response* response, int* exit_code) {
+  Request req;
+  req.id = 1;
+  req.cmd = cmd;
+  req.args = std::move(args);
+  ProgressDisplay display(verb + " " + std::to_string(pid), !o.quiet);
+  Status st = Call(
+      pid, req, [&](const Progress& p) { display.Update(p); }, response, ClientOpts(o, timeout_ms));
+  display.Finish();
+  if (!st.ok()) {
+    *exit_code = ReportFailure(o, pid, st, /*from_agent=*/false);
+    return false;
+  }
+  if (!response->ok) {
+    *exit_code = ReportFailure(o, pid, Status::Error(response->code, response->error), true);
+    return false;
+  }
+  return true;
+}
+
+void PrintJson(pid_t pid, const json& result) {
+  std::fputs(DumpLine({{"pid", pid}, {"ok", true}, {"result", result}}).c_str(), stdout);
+}
+
+std::string Quota(const DeviceInfo& d) {
+  return d.quota && *d.quota != 0 ? FormatByteSize(*d.quota) : "unlimited";
+}
+
+std::string Or(const std::string& s, const char* fallback) { return s.empty() ? fallback : s; }
+
+void PrintPsHeader() {
+  std::printf("%-8s %-16s %-10s %-14s %-4s %-12s %-12s\n", "PID", "COMMAND", "STATE", "GROUP",
+              "DEV", "USED", "QUOTA");
+}
+
+void PrintPsRows(const InfoResult& r) {
+  const std::string command = Or(r.command, "-");
+  if (r.devices.empty()) {
+    std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s\n", static_cast<long long>(r.pid),
+                command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-");
+  }
+  for (const DeviceInfo& d : r.devices) {
+    std::printf("%-8lld %-16s %-10s %-14s %-4d %-12s %-12s\n", static_cast<long long>(r.pid),
+                command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), d.index,
+                FormatByteSize(d.used).c_str(), Quota(d).c_str());
+  }
+}
+
+// Bytes moved and time taken, when the agent reported them.
+std::string Transfer(const json& result) {
+  CheckpointResult r;
+  if (!ParseCheckpointResult(result, &r).ok() || r.bytes == 0) return "";
+  std::string s = " (" + FormatByteSize(r.bytes);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " in %.2f s", r.seconds);
+  s += buf;
+  if (r.seconds > 0) {
+    s += ", " + FormatByteSize(static_cast<uint64_t>(r.bytes / r.seconds)) + "/s";
+  }
+  return s + ")";
+}
+
+std::string StateOf(const json& result, const char* fallback) {
+  return result.is_object() && result.contains("state") && result["state"].is_string()
+             ? result["state"].get<std::string>()
+             : fallback;
+}
+
+// suspend / resume: no arguments, a state change.
+int StateChange(const std::vector<std::string>& args, const char* cmd, const char* done) {
+  Options o;
+  pid_t pid = 0;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {}, 1, &o, &rc)) return rc;
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  Response r;
+  if (!Send(pid, cmd, json::object(), o, kOperationTimeoutMs, cmd, &r, &rc)) return rc;
+  if (o.json) {
+    PrintJson(pid, r.result);
+  } else {
+    std::printf("%s %d%s\n", done, pid, Transfer(r.result).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int Ps(const std::vector<std::string>& args) {
+  Options o;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {}, 0, &o, &rc)) return rc;
+  json all = json::array();
+  if (!o.json) PrintPsHeader();
+  for (const AgentEntry& a : ListAgents(o.run_dir)) {
+    Request req;
+    req.cmd = "info";
+    Response r;
+    Status st = Call(a.pid, req, nullptr, &r, ClientOpts(o, kPsTimeoutMs));
+    if (st.ok() && !r.ok) st = Status::Error(r.code, r.error);
+    InfoResult info;
+    if (st.ok()) st = ParseInfoResult(r.result, &info);
+    if (!st.ok()) {
+      // Listed anyway: a busy or foreign agent is still a process to know about.
+      all.push_back({{"pid", a.pid}, {"error", st.message}, {"code", ErrorCodeName(st.code)}});
+      if (!o.json) std::printf("%-8d %-16s %-10s %s\n", a.pid, "?", "?", st.message.c_str());
+      continue;
+    }
+    all.push_back(r.result);
+    if (!o.json) PrintPsRows(info);
+  }
+  if (o.json) std::fputs(DumpLine({{"processes", all}}).c_str(), stdout);
+  return kExitOk;
+}
+
+int Info(const std::vector<std::string>& args) {
+  Options o;
+  pid_t pid = 0;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {}, 1, &o, &rc)) return rc;
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  Response r;
+  if (!Send(pid, "info", json::object(), o, kQueryTimeoutMs, "info", &r, &rc)) return rc;
+  InfoResult info;
+  if (Status st = ParseInfoResult(r.result, &info); !st.ok()) {
+    return ReportFailure(o, pid, Status::Error(ErrorCode::kProto, st.message), false);
+  }
+  if (o.json) {
+    PrintJson(pid, r.result);
+    return kExitOk;
+  }
+  std::printf(
+      "pid       %lld\ncommand   %s\nuid       %lld\nstate     %s\ngroup     %s\n"
+      "version   %s\n",
+      static_cast<long long>(info.pid), Or(info.command, "-").c_str(),
+      static_cast<long long>(info.uid), info.state.c_str(), Or(info.group, "-").c_str(),
+      Or(info.version, "-").c_str());
+  for (const DeviceInfo& d : info.devices) {
+    std::printf("device %d  %s  used %s of %s\n", d.index, Or(d.uuid, "-").c_str(),
+                FormatByteSize(d.used).c_str(), Quota(d).c_str());
+  }
+  return kExitOk;
+}
+
+int Suspend(const std::vector<std::string>& args) {
+  return StateChange(args, "suspend", "suspended");
+}
+
+int Resume(const std::vector<std::string>& args) { return StateChange(args, "resume", "resumed"); }
+
+int Checkpoint(const std::vector<std::string>& args) {
+  Options o;
+  pid_t pid = 0;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {"--dir", "--leave-running"}, 1, &o, &rc)) return rc;
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  CheckpointArgs a{o.dir, o.leave_running};
+  Response r;
+  if (!Send(pid, "checkpoint", ToJson(a), o, kOperationTimeoutMs, "checkpoint", &r, &rc)) {
+    return rc;
+  }
+  if (o.json) {
+    PrintJson(pid, r.result);
+    return kExitOk;
+  }
+  CheckpointResult c;
+  ParseCheckpointResult(r.result, &c);
+  std::printf("checkpointed %d to %s%s; the process is %s\n", pid, Or(c.path, "?").c_str(),
+              Transfer(r.result).c_str(),
+              StateOf(r.result, o.leave_running ? "running" : "suspended").c_str());
+  return kExitOk;
+}
+
+int Restore(const std::vector<std::string>& args) {
+  Options o;
+  pid_t pid = 0;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {"--from"}, 1, &o, &rc)) return rc;
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  RestoreArgs a{o.from};
+  Response r;
+  if (!Send(pid, "restore", ToJson(a), o, kOperationTimeoutMs, "restore", &r, &rc)) return rc;
+  if (o.json) {
+    PrintJson(pid, r.result);
+    return kExitOk;
+  }
+  CheckpointResult c;
+  ParseCheckpointResult(r.result, &c);
+  std::printf("restored %d from %s%s\n", pid, Or(c.path, "?").c_str(), Transfer(r.result).c_str());
+  return kExitOk;
+}
+
+int Set(const std::vector<std::string>& args) {
+  Options o;
+  pid_t pid = 0;
+  int rc = kExitOk;
+  if (!ParseOrUsage(args, {"--memory-limit", "--compute-share", "--device"}, 1, &o, &rc)) {
+    return rc;
+  }
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  SetArgs a{o.device, o.memory_limit, o.compute_share};
+  if (!a.memory_limit && !a.compute_share) {
+    std::fputs("vgpuctl: set needs --memory-limit and/or --compute-share\n", stderr);
+    return kExitUsage;
+  }
+  Response r;
+  if (!Send(pid, "set", ToJson(a), o, kQueryTimeoutMs, "set", &r, &rc)) return rc;
+  if (o.json) {
+    PrintJson(pid, r.result);
+  } else {
+    std::printf("set %d: %s", pid, DumpLine(r.result).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace vgpu::ctl::cli

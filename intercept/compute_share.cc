@@ -1,0 +1,277 @@
+#include "intercept/compute_share.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "intercept/log.h"
+#include "intercept/real_driver.h"
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+// Queued GPU work per process is bounded to about this much measured time, so
+// a holder asked to yield gives the device up within about two of these.
+constexpr uint64_t kQueueBoundNs = 2'000'000;
+// A holder with nothing queued keeps the lease this long if nobody waits,
+// so a process that pauses briefly does not pay a re-acquisition.
+constexpr uint64_t kIdleReleaseNs = 20'000'000;
+// ... and this long when somebody waits (work conservation).
+constexpr uint64_t kIdleHandoverNs = 500'000;
+constexpr uint64_t kPollNs = 200'000;
+
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t seen, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
+              static_cast<long>(timeout_ns % 1'000'000'000ull)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+}
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  word->fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+GroupParams ParamsFrom(const Config& cfg) {
+  GroupParams p;
+  bool fixed = cfg.EffectivePolicy() == Config::ComputePolicy::kFixed;
+  p.policy = fixed ? SchedPolicy::kFixed : SchedPolicy::kWeighted;
+  p.share_permille = cfg.compute_share_permille != 0 ? cfg.compute_share_permille : 1000;
+  p.weight = cfg.compute_weight != 0 ? cfg.compute_weight : 1;
+  p.high_priority = cfg.high_priority;
+  return p;
+}
+
+thread_local CUcontext t_last_ctx = nullptr;
+thread_local int t_last_device = -1;
+
+}  // namespace
+
+std::atomic<ComputeShare*> ComputeShare::instance_{nullptr};
+
+bool ComputeShare::Start(std::string* error) {
+  const Config& cfg = Runtime::Get().config();
+  if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
+  auto* cs = new ComputeShare();
+  cs->region_ = SchedRegion::Open(cfg.sched_region, error);
+  if (cs->region_ == nullptr) return false;
+  cs->client_ = cs->region_->RegisterClient(getpid());
+  if (cs->client_ < 0) {
+    *error = "the compute scheduler's client table is full";
+    return false;
+  }
+  cs->group_name_ = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
+  cs->params_ = ParamsFrom(cfg);
+  instance_.store(cs, std::memory_order_release);
+  VGPU_LOG(kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s",
+           cs->group_name_.c_str(), cs->params_.policy == SchedPolicy::kFixed ? "fixed" : "weighted",
+           cs->params_.share_permille / 10, cs->params_.weight,
+           cs->params_.high_priority ? " high-priority" : "");
+  return true;
+}
+
+void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
+
+int ComputeShare::DeviceOf(CUcontext ctx) {
+  if (ctx == t_last_ctx && t_last_device >= 0) return t_last_device;
+  CUdevice d = 0;
+  if (REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS || d < 0 || d >= kSchedDevices) return -1;
+  t_last_ctx = ctx;
+  t_last_device = d;
+  return d;
+}
+
+bool ComputeShare::EnsureJoined(int device) {
+  PerDevice& s = dev_[device];
+  if (s.group >= 0) return true;
+  std::lock_guard<std::mutex> lock(join_mu_);
+  if (s.group < 0) s.group = region_->JoinGroup(device, client_, group_name_, params_);
+  if (!accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
+  return s.group >= 0;
+}
+
+void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
+  if (device < 0 || !EnsureJoined(device)) return;  // unknown device or table full: not governed
+  PerDevice& s = dev_[device];
+  CUcontext none = nullptr;
+  s.ctx.compare_exchange_strong(none, ctx);
+  for (;;) {
+    if (s.holding.load(std::memory_order_acquire) && !s.must_yield.load()) {
+      uint32_t signal = s.completed_signal.load();
+      if (s.launched.load() - s.completed.load() < s.max_inflight.load()) {
+        if (s.launched.load() >= s.next_marker_at.load()) PlaceMarker(device, stream);
+        s.launched.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      FutexWakeAll(&wake_);  // the queue is full: the accountant retires it
+      FutexWait(&s.completed_signal, signal, 1'000'000);
+      continue;
+    }
+    uint64_t now = NowNs();
+    region_->Refill(device, now);
+    region_->SetDemand(device, client_, now);
+    uint32_t gen = region_->device(device).gen.load();
+    if (!s.must_yield.load() && !s.holding.load() && region_->TryAcquire(device, client_, now)) {
+      std::lock_guard<std::mutex> lock(join_mu_);
+      if (!s.holding.load()) {
+        s.lease_start_ns = now;
+        s.charged_until_ns = now;
+        s.idle_since_ns = 0;
+        region_->ClearDemand(device, client_);
+        s.holding.store(true, std::memory_order_release);
+        FutexWakeAll(&wake_);
+      }
+      continue;
+    }
+    region_->WaitForChange(device, gen, 1'000'000);
+  }
+}
+
+// Marks the first `launched` launches done: the queue bound moves on.
+void ComputeShare::Retire(int device, uint64_t launched) {
+  PerDevice& s = dev_[device];
+  s.completed.store(launched, std::memory_order_release);
+  FutexWakeAll(&s.completed_signal);
+}
+
+// Waits for the oldest marker; false if none is pending.
+bool ComputeShare::WaitMarker(int device) {
+  PerDevice& s = dev_[device];
+  if (s.marker_tail == s.marker_head.load(std::memory_order_acquire)) return false;
+  int slot = static_cast<int>(s.marker_tail % PerDevice::kMarkers);
+  REAL_CALL(cuEventSynchronize, s.markers[slot]);
+  Retire(device, s.marker_launched[slot]);
+  ++s.marker_tail;
+  return true;
+}
+
+// Called by a launching thread (with its context current) when a marker is
+// due: it records an event behind everything launched so far on this stream.
+void ComputeShare::PlaceMarker(int device, CUstream stream) {
+  PerDevice& s = dev_[device];
+  std::lock_guard<std::mutex> lock(s.marker_mu);
+  uint64_t launched = s.launched.load();
+  if (launched < s.next_marker_at.load()) return;  // another thread placed it
+  uint64_t step = std::max<uint64_t>(1, s.max_inflight.load() / 2);
+  s.next_marker_at.store(launched + step, std::memory_order_relaxed);
+  uint32_t head = s.marker_head.load();
+  if (head - s.marker_tail >= PerDevice::kMarkers) return;  // ring full: skip this one
+  int slot = static_cast<int>(head % PerDevice::kMarkers);
+  if (s.markers[slot] == nullptr &&
+      REAL_CALL(cuEventCreate, &s.markers[slot], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return;
+  }
+  if (REAL_CALL(cuEventRecord, s.markers[slot], stream) != CUDA_SUCCESS) return;
+  s.marker_launched[slot] = launched;
+  s.marker_head.store(head + 1, std::memory_order_release);
+}
+
+void ComputeShare::DrainAll(int device) {
+  while (WaitMarker(device)) {
+  }
+  PerDevice& s = dev_[device];
+  uint64_t launched = s.launched.load();
+  if (launched == s.completed.load()) return;
+  REAL_CALL(cuCtxSynchronize);
+  Retire(device, launched);
+}
+
+void ComputeShare::GiveUp(int device, uint64_t now) {
+  PerDevice& s = dev_[device];
+  std::lock_guard<std::mutex> lock(join_mu_);
+  s.holding.store(false, std::memory_order_release);
+  s.must_yield.store(false, std::memory_order_release);
+  region_->Release(device, client_, now);
+}
+
+// One scheduling step for a device whose lease we hold; true if it waited
+// for the device (so the loop need not sleep).
+bool ComputeShare::Tick(int device, uint64_t now) {
+  PerDevice& s = dev_[device];
+  REAL_CALL(cuCtxSetCurrent, s.ctx.load());
+  bool waited = WaitMarker(device);
+  // No marker covers the tail of a burst: drain it once nothing new comes.
+  if (!waited && s.launched.load() != s.completed.load() &&
+      (s.must_yield.load() || s.launched.load() == s.last_seen_launched)) {
+    DrainAll(device);
+    waited = true;
+  }
+  if (s.must_yield.load()) DrainAll(device);
+  now = NowNs();
+  // Exclusive lease: an interval in which we had work queued at its start, or
+  // launched any, ran only our work, so its wall time is our GPU time (queued
+  // work included). Only intervals idle from end to end are free.
+  uint64_t launched = s.launched.load();
+  bool worked = s.busy || launched != s.last_seen_launched;
+  if (worked) region_->Charge(device, s.group, now - s.charged_until_ns, now);
+  s.charged_until_ns = now;
+  s.last_seen_launched = launched;
+  s.busy = launched != s.completed.load();
+  UpdateQueueBound(device, now);
+  region_->Refill(device, now);
+  bool idle = !s.busy;
+  s.idle_since_ns = idle ? (s.idle_since_ns != 0 ? s.idle_since_ns : now) : 0;
+  if (s.must_yield.load()) {
+    GiveUp(device, now);  // drained above
+    return true;
+  }
+  uint64_t idle_for = idle ? now - s.idle_since_ns : 0;
+  if (region_->ShouldYield(device, client_, now)) {
+    s.must_yield.store(true, std::memory_order_release);  // new launches wait from here on
+    if (idle) GiveUp(device, now);
+  } else if (idle && (idle_for >= kIdleReleaseNs ||
+                      (idle_for >= kIdleHandoverNs && region_->OthersWaiting(device, client_)))) {
+    GiveUp(device, now);
+  }
+  return waited;
+}
+
+// Keeps about kQueueBoundNs of measured GPU time queued (at least 2 launches).
+void ComputeShare::UpdateQueueBound(int device, uint64_t now) {
+  PerDevice& s = dev_[device];
+  uint64_t done = s.completed.load();
+  if (done > s.rate_launches + 8 && now > s.rate_since_ns) {
+    double per = static_cast<double>(now - s.rate_since_ns) / static_cast<double>(done - s.rate_launches);
+    s.avg_launch_ns = s.avg_launch_ns == 0 ? per : 0.7 * s.avg_launch_ns + 0.3 * per;
+    s.rate_launches = done;
+    s.rate_since_ns = now;
+    auto bound = static_cast<uint64_t>(2.0 * kQueueBoundNs / std::max(1.0, s.avg_launch_ns));
+    s.max_inflight.store(std::clamp<uint64_t>(bound, 4, 4096), std::memory_order_relaxed);
+  }
+  if (!s.busy) {  // idle time is not GPU time per launch
+    s.rate_launches = done;
+    s.rate_since_ns = now;
+  }
+}
+
+void ComputeShare::AccountantLoop() {
+  uint64_t last_reap = 0;
+  for (;;) {
+    uint32_t signal = wake_.load();
+    uint64_t now = NowNs();
+    bool holding = false, busy = false;
+    for (int d = 0; d < kSchedDevices; ++d) {
+      if (dev_[d].group < 0 || !dev_[d].holding.load(std::memory_order_acquire)) continue;
+      holding = true;
+      busy = Tick(d, now) || busy;
+    }
+    if (now - last_reap > 100'000'000) {
+      region_->ReapDead();  // a dead holder must not keep the device
+      last_reap = now;
+    }
+    if (!busy) FutexWait(&wake_, signal, holding ? kPollNs : 50'000'000);
+  }
+}
+
+}  // namespace vgpu

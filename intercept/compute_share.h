@@ -1,0 +1,109 @@
+// The compute share, process side. Every launch passes Gate(): while this
+// process holds its device's lease (common/sched_region.h) and its queued work
+// is under the bound, that is two relaxed loads and one atomic increment — no
+// lock, no syscall, no allocation. Otherwise the launching thread sleeps until
+// the lease is granted. A per-process accountant thread drains the queue with
+// cuCtxSynchronize, charges the measured busy time to the group's bucket, and
+// hands the lease over when the scheduler says so.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/sched_region.h"
+
+namespace vgpu {
+
+class ComputeShare {
+ public:
+  // nullptr when the policy is native (no compute scheduling): launches then
+  // pass straight through.
+  static ComputeShare* Get() { return instance_.load(std::memory_order_acquire); }
+  // Called once after cuInit succeeded; reports a fatal error on failure.
+  static bool Start(std::string* error);
+  // After fork: the child has no accountant thread and holds no lease.
+  static void OnForkChild();
+
+  // Admits one launch on physical device `device` of context `ctx` into
+  // `stream` (`per_thread`: a _ptsz entry point, where 0 is the caller's
+  // per-thread stream).
+  void Gate(int device, CUcontext ctx, CUstream stream, bool per_thread) {
+    if (device < 0) return;
+    PerDevice& s = dev_[device];
+    s.last_stream.store(per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream,
+                        std::memory_order_relaxed);
+    uint64_t launched = s.launched.load(std::memory_order_relaxed);
+    if (s.holding.load(std::memory_order_acquire) && !s.must_yield.load(std::memory_order_relaxed) &&
+        launched - s.completed.load(std::memory_order_relaxed) <
+            s.max_inflight.load(std::memory_order_relaxed) &&
+        launched < s.next_marker_at.load(std::memory_order_relaxed)) {
+      s.launched.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    SlowGate(device, ctx, s.last_stream.load(std::memory_order_relaxed));
+  }
+
+  // The device the next launch of this thread goes to (cached per context).
+  int DeviceOf(CUcontext ctx);
+
+ private:
+  struct PerDevice {
+    std::atomic<bool> holding{false};
+    std::atomic<bool> must_yield{false};
+    std::atomic<uint64_t> launched{0};
+    std::atomic<uint64_t> completed{0};
+    std::atomic<uint64_t> max_inflight{64};
+    std::atomic<uint32_t> completed_signal{0};  // futex: launches waiting for the queue
+    std::atomic<CUcontext> ctx{nullptr};
+    std::atomic<CUstream> last_stream{nullptr};  // where the accountant drops its markers
+    int group = -1;
+    // Markers: events the launching threads record every half queue, so the
+    // accountant can retire completions in steps while newer work stays queued.
+    static constexpr int kMarkers = 8;
+    std::mutex marker_mu;
+    CUevent markers[kMarkers] = {};
+    uint64_t marker_launched[kMarkers] = {};
+    std::atomic<uint32_t> marker_head{0};  // written by launching threads
+    uint32_t marker_tail = 0;              // accountant only
+    std::atomic<uint64_t> next_marker_at{0};
+    bool busy = false;             // the queue was non-empty at the last tick
+    uint64_t last_seen_launched = 0;
+    uint64_t lease_start_ns = 0;
+    uint64_t idle_since_ns = 0;
+    uint64_t charged_until_ns = 0;
+    double avg_launch_ns = 0;  // measured GPU time per launch, for the queue bound
+    uint64_t rate_launches = 0;
+    uint64_t rate_since_ns = 0;
+  };
+
+  ComputeShare() = default;
+  void SlowGate(int device, CUcontext ctx, CUstream stream);
+  bool EnsureJoined(int device);
+  void AccountantLoop();
+  bool Tick(int device, uint64_t now);
+  void Retire(int device, uint64_t launched);
+  bool WaitMarker(int device);
+  void PlaceMarker(int device, CUstream stream);
+  void DrainAll(int device);
+  void UpdateQueueBound(int device, uint64_t now);
+  void GiveUp(int device, uint64_t now);
+
+  static std::atomic<ComputeShare*> instance_;
+
+  std::unique_ptr<SchedRegion> region_;
+  int client_ = -1;
+  std::string group_name_;
+  GroupParams params_;
+  std::mutex join_mu_;
+  PerDevice dev_[kSchedDevices];
+  std::atomic<uint32_t> wake_{0};  // futex: wakes the accountant
+  std::thread accountant_;
+};
+
+}  // namespace vgpu
