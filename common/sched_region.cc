@@ -344,6 +344,7 @@ bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
   if (h >= 0) {
     // A holder that died keeps nobody waiting: its lease is taken over.
     if (now - dev.lease_since_ns.load() < 10'000'000 || ClientAlive(h)) return false;
+    layout_->clients[h].demand_since_ns[device].store(0);  // the dead cannot take it back
     if (dev.holder.compare_exchange_strong(h, -1)) Wake(dev);
     h = -1;
   }
