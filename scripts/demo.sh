@@ -77,6 +77,27 @@ run_samples() {
   echo "C++ and Python agree: $(checksum_of "${TMP}/cc.out")"
 }
 
+# Two jobs share one simulated node, each with its own quota and device set,
+# at the same time; each sees only what it was given.
+run_two_jobs() {
+  local lib="${BUILD}/lib/libvgpu.so" view="${ROOT}/samples/quota_view.py"
+  section "Two jobs on one node: job A (1 GiB quota, GPUs 0,1) and job B (512 MiB quota, GPU 1 only)"
+  LD_PRELOAD="${lib}" VGPU_GROUP="demo-a-$$" VGPU_DEVICE_MEMORY_LIMIT=1GiB \
+    python3 "${view}" "job A" --alloc 600 600 --hold 2 > "${TMP}/a.out" &
+  local a=$!
+  LD_PRELOAD="${lib}" VGPU_GROUP="demo-b-$$" VGPU_DEVICE_MEMORY_LIMIT=512MiB VGPU_VISIBLE_DEVICES=1 \
+    python3 "${view}" "job B" --alloc 256 300 --hold 2 > "${TMP}/b.out" &
+  local b=$!
+  sleep 1
+  echo "while both run, their quota groups:"
+  "${BUILD}/bin/vgpuctl" quota "demo-a-$$" | sed 's/^/  A: /'
+  "${BUILD}/bin/vgpuctl" quota "demo-b-$$" | sed 's/^/  B: /'
+  wait "${a}" "${b}"
+  cat "${TMP}/a.out" "${TMP}/b.out"
+  echo "the node itself (no libvgpu) still sees every device at full size:"
+  python3 "${view}" "node"
+}
+
 main() {
   install_dependencies
   build
@@ -88,6 +109,7 @@ main() {
   run_samples "" " on the simulated node"
   if [[ -f "${BUILD}/lib/libvgpu.so" ]]; then
     run_samples "${BUILD}/lib/libvgpu.so" " under LD_PRELOAD=libvgpu.so"
+    run_two_jobs
   else
     section "libvgpu.so not built; skipping the interposed run"
   fi
