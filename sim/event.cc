@@ -1,30 +1,16 @@
 #include "sim/event.h"
 
-#include <shared_mutex>
-#include <unordered_set>
-
+#include "sim/handle_registry.h"
 #include "sim/node_region.h"
 
 namespace vgpu::sim {
 namespace {
-std::shared_mutex g_events_mu;
-auto* g_events = new std::unordered_set<Event*>();
+auto* g_events = new HandleRegistry<Event>();  // never destroyed: workers may outlive exit
 }  // namespace
 
-void RegisterEvent(Event* e) {
-  std::unique_lock lock(g_events_mu);
-  g_events->insert(e);
-}
-
-void UnregisterEvent(Event* e) {
-  std::unique_lock lock(g_events_mu);
-  g_events->erase(e);
-}
-
-bool IsLiveEvent(Event* e) {
-  std::shared_lock lock(g_events_mu);
-  return g_events->count(e) != 0;
-}
+void RegisterEvent(Event* e) { g_events->Add(e); }
+void UnregisterEvent(Event* e) { g_events->Remove(e); }
+bool IsLiveEvent(Event* e) { return g_events->Contains(e); }
 
 void EventReached(Event* e, uint64_t gen) {
   // Only the newest record stamps the time; an older pending record that a

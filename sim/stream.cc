@@ -12,6 +12,7 @@
 #include "sim/event.h"
 #include "sim/futex.h"
 #include "sim/graph.h"
+#include "sim/handle_registry.h"
 #include "sim/mem_pool.h"
 #include "sim/node_region.h"
 #include "sim/sim_state.h"
@@ -19,8 +20,7 @@
 namespace vgpu::sim {
 namespace {
 
-std::shared_mutex g_streams_mu;
-std::unordered_set<Stream*>* g_streams = new std::unordered_set<Stream*>();
+auto* g_streams = new HandleRegistry<Stream>();  // never destroyed: workers may outlive exit
 std::atomic<uint64_t> g_next_stream_id{1};
 
 inline void CpuRelax() { __builtin_ia32_pause(); }
@@ -267,20 +267,9 @@ void Stream::Execute(Op& op) {
   }
 }
 
-void RegisterStream(Stream* s) {
-  std::unique_lock lock(g_streams_mu);
-  g_streams->insert(s);
-}
-
-void UnregisterStream(Stream* s) {
-  std::unique_lock lock(g_streams_mu);
-  g_streams->erase(s);
-}
-
-bool IsLiveStream(Stream* s) {
-  std::shared_lock lock(g_streams_mu);
-  return g_streams->count(s) != 0;
-}
+void RegisterStream(Stream* s) { g_streams->Add(s); }
+void UnregisterStream(Stream* s) { g_streams->Remove(s); }
+bool IsLiveStream(Stream* s) { return g_streams->Contains(s); }
 
 CUresult ResolveStream(CUstream h, bool per_thread_default, Stream** out) {
   if (h == nullptr) h = per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
