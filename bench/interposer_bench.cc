@@ -247,7 +247,16 @@ void SetInterposerEnv(const Options& o, bool quota, const std::string& group) {
     if (ours || name.rfind("CUDA_DEVICE_MEMORY_LIMIT", 0) == 0) names.push_back(name);
   }
   for (const auto& n : names) unsetenv(n.c_str());
-  if (quota) setenv("VGPU_DEVICE_MEMORY_LIMIT", o.limit.c_str(), 1);
+  if (quota) {
+    // The policy configuration: a memory quota and an active (weighted)
+    // compute share, so launches go through the scheduler's gate. Each
+    // process gets its own scheduler region: tenants of a real node would
+    // share one, but the lease is then contended and the launch figure would
+    // measure waiting, not the gate.
+    setenv("VGPU_DEVICE_MEMORY_LIMIT", o.limit.c_str(), 1);
+    setenv("VGPU_COMPUTE_WEIGHT", "1", 1);
+    setenv("VGPU_SCHED_REGION", ("/vgpu-sched-bench-" + std::to_string(getpid())).c_str(), 1);
+  }
   if (!group.empty()) setenv("VGPU_GROUP", group.c_str(), 1);
 }
 
@@ -460,6 +469,7 @@ void SingleProcessChild(const Options& o, bool quota, int out_fd) {
   CHECK_CU(H, H.cuModuleUnload(mod));
   CHECK_CU(H, H.cuDevicePrimaryCtxRelease(dev));
   WriteResults(out_fd, res);
+  if (const char* region = getenv("VGPU_SCHED_REGION"); region != nullptr) shm_unlink(region);
 }
 
 // One of the contending processes: alloc/free pairs for a fixed time, started
@@ -506,6 +516,7 @@ void ContentionChild(const Options& o, bool hooked, const std::string& group, in
   res["hooked_symbols"] = static_cast<double>(A.hooked.size());
   CHECK_CU(A, A.cuDevicePrimaryCtxRelease(dev));
   WriteResults(out_fd, res);
+  if (const char* region = getenv("VGPU_SCHED_REGION"); region != nullptr) shm_unlink(region);
 }
 
 // --------------------------------------------------------------- parent ----
@@ -797,7 +808,8 @@ int main(int argc, char** argv) {
   PrintSingle("single process, pass-through configuration (no VGPU_* variables)", s.pass);
   std::fflush(stdout);
   ok = RunSingleProcess(o, true, &s.quota) && ok;
-  PrintSingle(("single process, quota configuration (VGPU_DEVICE_MEMORY_LIMIT=" + o.limit + ")").c_str(),
+  PrintSingle(("single process, policy configuration (VGPU_DEVICE_MEMORY_LIMIT=" + o.limit +
+               ", VGPU_COMPUTE_WEIGHT=1: launches pass the compute-share gate)").c_str(),
               s.quota);
   std::fflush(stdout);
 
