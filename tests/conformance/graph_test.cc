@@ -35,6 +35,7 @@ class GraphTest : public KernelTest {
 TEST_F(GraphTest, CaptureKernelAndMemcpyNodesLaunchTwice) {
   ASSERT_CU_OK(cuMemsetD32(a_, 10, kCount));
   ASSERT_CU_OK(cuMemsetD32(b_, 0, kCount));
+  ASSERT_CU_OK(cuCtxSynchronize());  // memsets are asynchronous; s_ may not wait for them
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
   ASSERT_CU_OK(cuStreamIsCapturing(s_, &st));
   EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_NONE);
@@ -96,6 +97,7 @@ TEST_F(GraphTest, CaptureKernelAndMemcpyNodesLaunchTwice) {
 
 TEST_F(GraphTest, GraphLaunchIsAsynchronousAndOrdered) {
   ASSERT_CU_OK(cuMemsetD32(a_, 0, kCount));
+  ASSERT_CU_OK(cuCtxSynchronize());
   ASSERT_CU_OK(cuStreamBeginCapture(s_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   ASSERT_CU_OK(Sleep(s_, 100 * kMs));
   ASSERT_CU_OK(Fill(s_, a_, 5, kCount));

@@ -14,6 +14,9 @@ class ModuleTest : public ContextTest {
     if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_CU_OK(cuMemAlloc(&buf_, kCount * 4));
     ASSERT_CU_OK(cuMemsetD32(buf_, 0, kCount));
+    // A memset of device memory is asynchronous to the host, and tests launch
+    // on non-blocking streams, which do not wait for the legacy stream.
+    ASSERT_CU_OK(cuCtxSynchronize());
   }
   void TearDown() override {
     if (buf_ != 0) {
