@@ -197,9 +197,22 @@ bool SchedRegion::SetGroupParams(int device, const std::string& name, const Grou
 }
 
 bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
+  if (g.key.load(std::memory_order_relaxed) == 0) return false;
   uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
-  return g.key.load(std::memory_order_relaxed) != 0 && last != 0 &&
-         now <= last + tuning_.active_window_ns;
+  if (last != 0 && now <= last + tuning_.active_window_ns) return true;
+  // A waiter starved of CPU on a loaded host still wants the device.
+  for (int d = 0; d < kSchedDevices; ++d) {
+    const SchedDevice& dev = layout_->devices[d];
+    if (&g < dev.groups || &g >= dev.groups + kSchedGroups) continue;
+    int gi = static_cast<int>(&g - dev.groups);
+    for (const auto& c : layout_->clients) {
+      if (c.pid.load(std::memory_order_relaxed) > 0 && c.group[d].load(std::memory_order_relaxed) == gi &&
+          c.demand_since_ns[d].load(std::memory_order_relaxed) != 0) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const {
@@ -215,6 +228,17 @@ double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const 
     if (op == SchedPolicy::kWeighted) weights += o.weight.load();
   }
   return std::max(0.0, 1.0 - fixed) * g.weight.load() / weights;
+}
+
+int64_t SchedRegion::MeanWeightedTokens(int device, uint64_t now) const {
+  int64_t sum = 0;
+  int n = 0;
+  for (const auto& o : layout_->devices[device].groups) {
+    if (static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed || !GroupActive(o, now)) continue;
+    sum += o.tokens_ns.load();
+    ++n;
+  }
+  return n == 0 ? 0 : sum / n;
 }
 
 int64_t SchedRegion::BurstCap(double rate) const {
@@ -234,9 +258,9 @@ void SchedRegion::Refill(int device, uint64_t now) {
     auto add = static_cast<int64_t>(rate * static_cast<double>(dt));
     if (policy != SchedPolicy::kFixed) {
       // Weighted buckets are credited by Charge, not by the clock. An idle one
-      // neither banks credit nor keeps debt: a returning tenant starts level,
-      // which is what brings it its share back quickly.
-      if (!GroupActive(g, now)) g.tokens_ns.store(0);
+      // neither banks credit nor keeps debt: it sits level with the active
+      // ones (their mean), so a returning tenant neither waits nor hogs.
+      if (!GroupActive(g, now)) g.tokens_ns.store(MeanWeightedTokens(device, now));
       continue;
     }
     int64_t t = g.tokens_ns.load();
@@ -386,10 +410,13 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
       }
     }
   }
+  // Weighted buckets are never clamped: a clamp would break the constant sum.
+  bool fixed = static_cast<SchedPolicy>(g.policy.load()) == SchedPolicy::kFixed;
   int64_t t = g.tokens_ns.load();
   int64_t next = 0;
   do {
-    next = std::max(tuning_.debt_floor_ns, t - static_cast<int64_t>(busy_ns));
+    next = t - static_cast<int64_t>(busy_ns);
+    if (fixed) next = std::max(tuning_.debt_floor_ns, next);
   } while (!g.tokens_ns.compare_exchange_weak(t, next));
   g.used_ns.fetch_add(busy_ns, std::memory_order_relaxed);
   g.last_demand_ns.store(now, std::memory_order_relaxed);

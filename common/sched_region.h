@@ -137,6 +137,7 @@ class SchedRegion {
   SchedRegion() = default;
   double RateOf(int device, const SchedGroup& g, uint64_t now) const;
   int64_t BurstCap(double rate) const;
+  int64_t MeanWeightedTokens(int device, uint64_t now) const;
   bool GroupActive(const SchedGroup& g, uint64_t now) const;
   bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
   bool Eligible(int device, int client, uint64_t now) const;

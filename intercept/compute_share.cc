@@ -231,7 +231,7 @@ bool ComputeShare::Tick(int device, uint64_t now) {
     s.must_yield.store(true, std::memory_order_release);  // new launches wait from here on
     if (idle) GiveUp(device, now);
   } else if (idle && (idle_for >= kIdleReleaseNs ||
-                      (idle_for >= kIdleHandoverNs && region_->OthersWaiting(device, client_)))) {
+                      (idle_for >= kIdleHandoverNs && region_->PickNext(device, client_, now) >= 0))) {
     GiveUp(device, now);
   }
   return waited;

@@ -58,7 +58,7 @@ class ComputeShare {
     std::atomic<bool> must_yield{false};
     std::atomic<uint64_t> launched{0};
     std::atomic<uint64_t> completed{0};
-    std::atomic<uint64_t> max_inflight{64};
+    std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
     std::atomic<uint32_t> completed_signal{0};  // futex: launches waiting for the queue
     std::atomic<CUcontext> ctx{nullptr};
     std::atomic<CUstream> last_stream{nullptr};  // where the accountant drops its markers

@@ -135,12 +135,33 @@ TEST_F(SchedRegionTest, HighPriorityPreemptsAndKeepsOthersOutWhileActive) {
   EXPECT_EQ(region_->PickNext(0, -1, now_ + 30 * kMs), t);
 }
 
-TEST_F(SchedRegionTest, IdleWeightedGroupReturnsLevel) {
+TEST_F(SchedRegionTest, IdleWeightedGroupReturnsLevelWithTheActiveOnes) {
   int a = Client("a", Weighted(1));
+  int b = Client("b", Weighted(1));
+  int c = Client("c", Weighted(1));
   region_->SetDemand(0, a, now_);
   GroupOf(a).tokens_ns.store(-40 * static_cast<int64_t>(kMs));
-  region_->Refill(0, now_ + 100 * kMs);  // long after its last demand
-  EXPECT_EQ(GroupOf(a).tokens_ns.load(), 0) << "no debt (or credit) carried over an idle period";
+  region_->ClearDemand(0, a);  // a stops wanting the device
+  region_->SetDemand(0, b, now_ + 100 * kMs);
+  region_->SetDemand(0, c, now_ + 100 * kMs);
+  GroupOf(b).tokens_ns.store(-10 * static_cast<int64_t>(kMs));
+  GroupOf(c).tokens_ns.store(-30 * static_cast<int64_t>(kMs));
+  region_->Refill(0, now_ + 100 * kMs);
+  EXPECT_EQ(GroupOf(a).tokens_ns.load(), -20 * static_cast<int64_t>(kMs))
+      << "no debt or credit carried over an idle period: level with the active groups' mean";
+}
+
+TEST_F(SchedRegionTest, WaitingGroupStaysActiveWithoutRecentDemandTimestamps) {
+  // On a loaded host a waiter may not run for longer than the activity window.
+  int a = Client("a", Weighted(1));
+  int b = Client("b", Weighted(1));
+  region_->SetDemand(0, a, now_);
+  region_->SetDemand(0, b, now_);
+  GroupOf(a).tokens_ns.store(7 * kMs);
+  region_->Refill(0, now_ + 500 * kMs);
+  EXPECT_EQ(GroupOf(a).tokens_ns.load(), 7 * static_cast<int64_t>(kMs));
+  region_->Charge(0, region_->client(b).group[0].load(), 10 * kMs, now_ + 500 * kMs);
+  EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 12 * kMs, 1000) << "a waiter is credited";
 }
 
 TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
