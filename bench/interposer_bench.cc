@@ -243,7 +243,8 @@ void SetInterposerEnv(const Options& o, bool quota, const std::string& group) {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
-    bool ours = name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0;
+    bool ours = name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0 &&
+                name != "VGPU_VMM";  // kept: measures the VMM allocation path
     if (ours || name.rfind("CUDA_DEVICE_MEMORY_LIMIT", 0) == 0) names.push_back(name);
   }
   for (const auto& n : names) unsetenv(n.c_str());

@@ -320,6 +320,18 @@ bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
   return true;
 }
 
+bool ParseVmm(const Input& in, Config* cfg, std::string* error) {
+  std::string v = Lower(Trim(in.text));
+  if (v == "on" || v == "1" || v == "true") {
+    cfg->vmm = true;
+  } else if (v == "off" || v == "0" || v == "false") {
+    cfg->vmm = false;
+  } else {
+    return Fail(in, "is not a switch: expected on or off", error);
+  }
+  return true;
+}
+
 bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
   std::string v = Lower(Trim(in.text));
   if (v != "high" && v != "normal") return Fail(in, "is not a priority: expected high or normal", error);
@@ -413,6 +425,13 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParseSchedRegion,
+     nullptr},
+    {{"VGPU_VMM", "", "", "off",
+      "on: device allocations live at stable VMM-backed addresses, so the process can be "
+      "suspended, checkpointed and restored; off: the driver's own allocator."},
+     Kind::kScalar,
+     false,
+     ParseVmm,
      nullptr},
     {{"VGPU_LOG_LEVEL", "", "log_level", "warn",
       "Least severe message logged: off, error, warn, info or debug."},

@@ -6,7 +6,9 @@
 
 #include "intercept/hooks.h"
 #include "intercept/real_driver.h"
+#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "vmm/vmm.h"
 
 namespace vgpu {
 namespace {
@@ -35,7 +37,30 @@ void ToVirtLocation(CUmemLocation* loc) {
 // Primary context of each physical device, to know what a release frees.
 CUcontext g_primary[64] = {};
 
+// What a VMM-backed pointer answers instead of the reservation it lives in:
+// exactly what the driver answers for a cuMemAlloc pointer. False if the
+// attribute is not one that differs.
+bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* data) {
+  auto put = [&](auto v) { std::memcpy(data, &v, sizeof v); };
+  switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: put(info.ctx); return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: put(info.va); return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put(info.size); return true;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put(info.size); return true;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put(reinterpret_cast<void*>(info.va)); return true;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put(static_cast<unsigned long long>(info.buffer_id)); return true;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+      put(static_cast<unsigned long long>(CU_MEM_HANDLE_TYPE_NONE));
+      return true;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put(info.pool); return true;
+    default: return false;
+  }
+}
+
 void ReleaseContextCharges(CUcontext ctx) {
+  vmm::Manager::Get().FreeContext(ctx);
+  residency::ForgetNonMigratableContext(ctx);
   Runtime& rt = Runtime::Get();
   for (const Charge& c : rt.allocations().TakeContext(ctx)) {
     if (rt.ledger() != nullptr) rt.ledger()->Release(c.device, c.bytes);
@@ -170,7 +195,7 @@ VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCt
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(
+  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
       CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
       unsigned flags = 0; int active = 1;
@@ -183,7 +208,7 @@ VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrima
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(
+  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
       CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
       if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
@@ -216,7 +241,7 @@ VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* p
 }
 
 VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
-  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
+  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
                         if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
                         return r;);
 }
@@ -270,8 +295,10 @@ VGPU_HOOK(cuMemGetAllocationPropertiesFromHandle) CUresult CUDAAPI vgpu_hook_cuM
 }
 
 VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  VGPU_DEVICE_HOOK_BODY(
+  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
+      vgpu::vmm::AllocationInfo info;
+      if (r == CUDA_SUCCESS && vgpu::vmm::Manager::Get().Find(ptr, &info)) vgpu::VmmAttribute(attribute, info, data);
       if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
         *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
       }
@@ -279,8 +306,14 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
 }
 
 VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
-  VGPU_DEVICE_HOOK_BODY(
+  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
+      vgpu::vmm::AllocationInfo info;
+      if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr && vgpu::vmm::Manager::Get().Find(ptr, &info)) {
+        for (unsigned i = 0; i < numAttributes; ++i) {
+          if (data[i] != nullptr) vgpu::VmmAttribute(attributes[i], info, data[i]);
+        }
+      }
       for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
         int* ord = static_cast<int*>(data[i]);
         if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {

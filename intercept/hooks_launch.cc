@@ -4,6 +4,7 @@
 #include "intercept/hooks.h"
 #include "intercept/compute_share.h"
 #include "intercept/real_driver.h"
+#include "intercept/residency.h"
 
 namespace {
 
@@ -20,49 +21,59 @@ inline void Govern(CUstream stream, bool per_thread) {
 }  // namespace
 
 VGPU_HOOK(cuLaunchKernel) CUresult CUDAAPI vgpu_hook_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
   return REAL_CALL(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
   return REAL_CALL(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  vgpu::residency::GateGuard gate;
   Govern(config != nullptr ? config->hStream : nullptr, false);
   return REAL_CALL(cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  vgpu::residency::GateGuard gate;
   Govern(config != nullptr ? config->hStream : nullptr, true);
   return REAL_CALL(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
   return REAL_CALL(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
   return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
   return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
   return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuMemcpyHtoDAsync_v2) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, ByteCount, hStream);
 }
 
 VGPU_HOOK(cuMemcpyHtoDAsync_v2_ptsz) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, ByteCount, hStream);
 }

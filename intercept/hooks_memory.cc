@@ -5,12 +5,15 @@
 // reaches the free).
 #include <cstdio>
 #include <functional>
+#include <mutex>
 
 #include "common/byte_size.h"
 #include "intercept/hooks.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
+#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "vmm/vmm.h"
 
 namespace vgpu {
 namespace {
@@ -44,6 +47,15 @@ void Unreserve(int device, uint64_t bytes) {
   }
 }
 
+// Records a charge. An existing charge under the same key belongs to memory
+// the driver already freed behind our back (a destroyed context's), since it
+// never hands out a live pointer or handle twice: that charge is returned.
+void Record(ChargeKind kind, uint64_t key, const Charge& c) {
+  Charge stale;
+  if (Runtime::Get().allocations().Take(kind, key, &stale)) Unreserve(stale.device, stale.bytes);
+  Runtime::Get().allocations().Add(kind, key, c);
+}
+
 // Reserve, allocate, record; or roll back.
 template <typename Alloc>
 CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc) {
@@ -54,9 +66,7 @@ CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc)
     Unreserve(w.device, bytes);
     return r;
   }
-  if (Runtime::Get().ledger() != nullptr) {
-    Runtime::Get().allocations().Add(kind, key, Charge{bytes, w.device, w.ctx});
-  }
+  if (Runtime::Get().ledger() != nullptr) Record(kind, key, Charge{bytes, w.device, w.ctx});
   return r;
 }
 
@@ -65,7 +75,90 @@ void Uncharge(ChargeKind kind, uint64_t key) {
   if (Runtime::Get().allocations().Take(kind, key, &c)) Unreserve(c.device, c.bytes);
 }
 
+uint64_t NmKey(ChargeKind kind, uint64_t key);
+
+
+// Frees through the driver and returns the charge. The charge is taken out
+// first: as soon as the driver has freed, another thread may get the same
+// pointer or handle back and record its own charge under that key.
+template <typename Free>
+CUresult FreeCharged(ChargeKind kind, uint64_t key, Free&& free_fn) {
+  Charge c;
+  bool charged = Runtime::Get().allocations().Take(kind, key, &c);
+  CUresult r = free_fn();
+  if (r != CUDA_SUCCESS) {
+    if (charged) Runtime::Get().allocations().Add(kind, key, c);
+    return r;
+  }
+  if (charged) Unreserve(c.device, c.bytes);
+  residency::ForgetNonMigratable(NmKey(kind, key));
+  return r;
+}
+
 uint64_t Key(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Keys of the non-migratable table: the handle tagged by its kind.
+uint64_t NmKey(ChargeKind kind, uint64_t key) { return key ^ (static_cast<uint64_t>(kind) << 62); }
+
+bool VmmOn() { return Runtime::Get().config().vmm; }
+
+constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
+
+// A VMM-backed allocation of `bytes` on the current context, charged first
+// (the requested bytes, exactly as on the driver path).
+CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, uint64_t charge) {
+  Where w;
+  if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  residency::NoteContext(w.ctx);
+  return Charged(ChargeKind::kPointer, w, charge, [&](uint64_t* key) {
+    CUresult r = vmm::Manager::Get().Alloc(w.device, w.ctx, bytes, pool, dptr);
+    *key = *dptr;
+    return r;
+  });
+}
+
+// Frees a VMM allocation and returns its charge. The charge is taken out of
+// the tracker before the VA can be handed out again, so that a concurrent
+// allocation at the same VA never mixes the two up.
+CUresult VmmFreeNow(CUdeviceptr dptr) {
+  Charge c;
+  bool charged = Runtime::Get().allocations().Take(ChargeKind::kPointer, dptr, &c);
+  CUresult r = vmm::Manager::Get().Free(dptr, nullptr);
+  if (r != CUDA_SUCCESS) {
+    if (charged) Runtime::Get().allocations().Add(ChargeKind::kPointer, dptr, c);
+    return r;
+  }
+  if (charged) Unreserve(c.device, c.bytes);
+  return r;
+}
+
+// Frees a VMM-backed allocation after the work queued before it (like
+// cuMemFree, which synchronizes). False if dptr is not one of ours.
+bool VmmFree(CUdeviceptr dptr, CUresult* result) {
+  vmm::AllocationInfo info;
+  if (!vmm::Manager::Get().Find(dptr, &info)) return false;
+  if (info.va != dptr) {
+    *result = CUDA_ERROR_INVALID_VALUE;
+    return true;
+  }
+  vmm::Manager::WithContext(info.ctx, [] { return REAL_CALL(cuCtxSynchronize); });
+  *result = VmmFreeNow(dptr);
+  return true;
+}
+
+// Records driver-path memory that suspend cannot move.
+template <typename F>
+CUresult NonMigratable(ChargeKind kind, uint64_t bytes, bool with_ctx, F&& f) {
+  uint64_t key = 0;
+  CUresult r = f(&key);
+  if (r == CUDA_SUCCESS) {
+    CUcontext ctx = nullptr;
+    if (with_ctx) REAL_CALL(cuCtxGetCurrent, &ctx);
+    residency::NoteNonMigratable(NmKey(kind, key), bytes, ctx);
+  }
+  return r;
+}
 
 CUresult AllocOnCurrent(ChargeKind kind, uint64_t bytes, const std::function<CUresult(uint64_t*)>& f) {
   Where w;
@@ -99,7 +192,25 @@ void CUDA_CB ReleaseWhenReached(void* p) {
   delete pr;
 }
 
+bool Capturing(CUstream h) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  REAL_CALL(cuStreamIsCapturing, h, &st);
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
+  if (VmmOn() && !Capturing(h)) {
+    vmm::AllocationInfo info;
+    if (vmm::Manager::Get().Find(dptr, &info)) {
+      if (info.va != dptr) return CUDA_ERROR_INVALID_VALUE;
+      // Stream order: the memory is reused only after the work queued before
+      // the free has run.
+      CUresult s = ptsz ? REAL_CALL(cuStreamSynchronize_ptsz, h) : REAL_CALL(cuStreamSynchronize, h);
+      if (s != CUDA_SUCCESS) return s;
+      return VmmFreeNow(dptr);
+    }
+  }
+  residency::ForgetNonMigratable(NmKey(ChargeKind::kPointer, dptr));
   CUresult r = ptsz ? REAL_CALL(cuMemFreeAsync_ptsz, dptr, h) : REAL_CALL(cuMemFreeAsync, dptr, h);
   if (r != CUDA_SUCCESS) return r;
   Charge c;
@@ -117,12 +228,24 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
 
 CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool pool, bool ptsz) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (VmmOn() && !Capturing(h)) {
+    Where w;
+    if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
+    CUmemoryPool p = pool;
+    if (p == nullptr) REAL_CALL(cuDeviceGetMemPool, &p, w.device);
+    return VmmAlloc(dptr, bytes, p, bytes);
+  }
   return AllocOnCurrent(ChargeKind::kPointer, bytes, [&](uint64_t* key) {
     CUresult r = pool == nullptr
                      ? (ptsz ? REAL_CALL(cuMemAllocAsync_ptsz, dptr, bytes, h) : REAL_CALL(cuMemAllocAsync, dptr, bytes, h))
                      : (ptsz ? REAL_CALL(cuMemAllocFromPoolAsync_ptsz, dptr, bytes, pool, h)
                              : REAL_CALL(cuMemAllocFromPoolAsync, dptr, bytes, pool, h));
     *key = *dptr;
+    if (r == CUDA_SUCCESS) {
+      CUcontext ctx = nullptr;
+      REAL_CALL(cuCtxGetCurrent, &ctx);
+      residency::NoteNonMigratable(NmKey(ChargeKind::kPointer, *dptr), bytes, ctx);
+    }
     return r;
   });
 }
@@ -135,22 +258,35 @@ using vgpu::ChargeKind;
 #define VGPU_MEM_HOOK_BODY(...)                    \
   return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {   \
     VGPU_REQUIRE_READY();                          \
+    vgpu::residency::GateGuard gate;               \
     __VA_ARGS__                                    \
   })
 
 VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   VGPU_MEM_HOOK_BODY(
       if (dptr == nullptr) return REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
+      if (vgpu::VmmOn()) return vgpu::VmmAlloc(dptr, bytesize, nullptr, bytesize);
       return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
-        *key = *dptr;
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
+          *key = *k = *dptr;
+          return r;
+        });
       }););
 }
 
 VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) {
   VGPU_MEM_HOOK_BODY(
       if (dptr == nullptr || pPitch == nullptr) return REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+      if (vgpu::VmmOn()) {
+        if (WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
+        if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) return CUDA_ERROR_INVALID_VALUE;
+        size_t pitch = (WidthInBytes + vgpu::kPitchAlignment - 1) / vgpu::kPitchAlignment * vgpu::kPitchAlignment;
+        if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+        CUresult r = vgpu::VmmAlloc(dptr, pitch * Height, nullptr, pitch * Height);
+        if (r == CUDA_SUCCESS) *pPitch = pitch;
+        return r;
+      }
       // The pitch is known only afterwards: charge the widest plausible
       // padding (512 B rows) first, then settle on the real size.
       uint64_t guess = ((WidthInBytes + 511) / 512) * 512 * static_cast<uint64_t>(Height);
@@ -174,15 +310,16 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
         return CUDA_ERROR_OUT_OF_MEMORY;
       }
       if (vgpu::Runtime::Get().ledger() != nullptr) {
-        vgpu::Runtime::Get().allocations().Add(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
+        vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
       }
       return r;);
 }
 
 VGPU_HOOK(cuMemFree_v2) CUresult CUDAAPI vgpu_hook_cuMemFree_v2(CUdeviceptr dptr) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMemFree_v2, dptr);
-                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kPointer, dptr);
-                     return r;);
+  VGPU_MEM_HOOK_BODY(CUresult vr = CUDA_SUCCESS;
+                     if (dptr != 0 && vgpu::VmmFree(dptr, &vr)) return vr;
+                     return vgpu::FreeCharged(ChargeKind::kPointer, dptr,
+                                              [&] { return REAL_CALL(cuMemFree_v2, dptr); }););
 }
 
 VGPU_HOOK(cuMemAllocManaged) CUresult CUDAAPI vgpu_hook_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
@@ -190,9 +327,11 @@ VGPU_HOOK(cuMemAllocManaged) CUresult CUDAAPI vgpu_hook_cuMemAllocManaged(CUdevi
       if (dptr == nullptr) return REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
       // Managed memory can migrate to the device: it counts in full.
       return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
-        *key = *dptr;
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
+          *key = *k = *dptr;
+          return r;
+        });
       }););
 }
 
@@ -230,16 +369,17 @@ VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAlloca
       }
       w.ctx = nullptr;  // physical memory outlives contexts until cuMemRelease
       return vgpu::Charged(ChargeKind::kVmmHandle, w, size, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuMemCreate, handle, size, &copy, flags);
-        *key = *handle;
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kVmmHandle, size, false, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuMemCreate, handle, size, &copy, flags);
+          *key = *k = *handle;
+          return r;
+        });
       }););
 }
 
 VGPU_HOOK(cuMemRelease) CUresult CUDAAPI vgpu_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMemRelease, handle);
-                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kVmmHandle, handle);
-                     return r;);
+  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kVmmHandle, handle,
+                                              [&] { return REAL_CALL(cuMemRelease, handle); }););
 }
 
 VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* d) {
@@ -247,9 +387,11 @@ VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray*
       if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArrayCreate_v2, pHandle, d);
       uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
       return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuArrayCreate_v2, pHandle, d);
-        *key = vgpu::Key(*pHandle);
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuArrayCreate_v2, pHandle, d);
+          *key = *k = vgpu::Key(*pHandle);
+          return r;
+        });
       }););
 }
 
@@ -258,16 +400,17 @@ VGPU_HOOK(cuArray3DCreate_v2) CUresult CUDAAPI vgpu_hook_cuArray3DCreate_v2(CUar
       if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArray3DCreate_v2, pHandle, d);
       uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
       return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuArray3DCreate_v2, pHandle, d);
-        *key = vgpu::Key(*pHandle);
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuArray3DCreate_v2, pHandle, d);
+          *key = *k = vgpu::Key(*pHandle);
+          return r;
+        });
       }););
 }
 
 VGPU_HOOK(cuArrayDestroy) CUresult CUDAAPI vgpu_hook_cuArrayDestroy(CUarray hArray) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuArrayDestroy, hArray);
-                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kArray, vgpu::Key(hArray));
-                     return r;);
+  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kArray, vgpu::Key(hArray),
+                                              [&] { return REAL_CALL(cuArrayDestroy, hArray); }););
 }
 
 VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int numMipmapLevels) {
@@ -280,16 +423,17 @@ VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCre
         w = w > 1 ? w / 2 : 1; h = h > 1 ? h / 2 : h; z = z > 1 ? z / 2 : z;
       }
       return vgpu::AllocOnCurrent(ChargeKind::kMipmappedArray, bytes, [&](uint64_t* key) {
-        CUresult r = REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
-        *key = vgpu::Key(*pHandle);
-        return r;
+        return vgpu::NonMigratable(ChargeKind::kMipmappedArray, bytes, true, [&](uint64_t* k) {
+          CUresult r = REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
+          *key = *k = vgpu::Key(*pHandle);
+          return r;
+        });
       }););
 }
 
 VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDestroy(CUmipmappedArray h) {
-  VGPU_MEM_HOOK_BODY(CUresult r = REAL_CALL(cuMipmappedArrayDestroy, h);
-                     if (r == CUDA_SUCCESS) vgpu::Uncharge(ChargeKind::kMipmappedArray, vgpu::Key(h));
-                     return r;);
+  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kMipmappedArray, vgpu::Key(h),
+                                              [&] { return REAL_CALL(cuMipmappedArrayDestroy, h); }););
 }
 
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
@@ -306,4 +450,16 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
       *total = limit < *total ? limit : *total;
       *free = quota_free < *free ? quota_free : *free;
       return r;);
+}
+
+VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    vgpu::vmm::AllocationInfo info;
+    if (vgpu::Runtime::Get().ready() && vgpu::vmm::Manager::Get().Find(dptr, &info)) {
+      if (pbase != nullptr) *pbase = info.va;
+      if (psize != nullptr) *psize = info.size;
+      return CUDA_SUCCESS;
+    }
+    return REAL_CALL(cuMemGetAddressRange_v2, pbase, psize, dptr);
+  });
 }

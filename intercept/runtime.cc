@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "intercept/agent_handler.h"
 #include "intercept/compute_share.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
@@ -47,7 +48,10 @@ CUresult Runtime::OnCuInit() {
   if (init_attempted_) return init_result_;
   init_attempted_ = true;
   init_result_ = BuildPhaseTwo();
-  if (init_result_ == CUDA_SUCCESS) ready_.store(true, std::memory_order_release);
+  if (init_result_ == CUDA_SUCCESS) {
+    ready_.store(true, std::memory_order_release);
+    StartAgent();  // logs a failure; never fails the application
+  }
   return init_result_;
 }
 

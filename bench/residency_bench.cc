@@ -1,0 +1,159 @@
+// vgpu_bench_residency: checkpoint / restore throughput and suspend-to-free
+// latency of a live process, against plain memcpy and disk write bandwidth
+// measured in the same run (docs/performance.md, "Checkpoint and residency").
+//
+// Starts vgpu_residency_client under LD_PRELOAD=libvgpu.so (VGPU_VMM=on) on a
+// fresh simulated node with a buffer of --mib MiB of incompressible data, then
+// drives its agent with the control client exactly as vgpuctl does:
+//   suspend + resume            (device <-> host RAM)
+//   checkpoint, leave running   (device -> image on --dir)
+//   checkpoint + restore        (released; image -> device)
+// Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctl/client.h"
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void Die(const std::string& m) {
+  std::fprintf(stderr, "vgpu_bench_residency: %s\n", m.c_str());
+  std::exit(1);
+}
+
+double Call(pid_t pid, const std::string& cmd, nlohmann::json args, const std::string& run_dir) {
+  vgpu::ctl::Request req;
+  req.cmd = cmd;
+  req.args = std::move(args);
+  vgpu::ctl::Response resp;
+  vgpu::ctl::ClientOptions o;
+  o.run_dir = run_dir;
+  o.timeout_ms = 600000;
+  double t0 = Now();
+  vgpu::ctl::Status s = vgpu::ctl::Call(pid, req, nullptr, &resp, o);
+  double t = Now() - t0;
+  if (!s.ok()) Die(cmd + ": " + s.message);
+  if (!resp.ok) Die(cmd + ": " + resp.error);
+  return t;
+}
+
+double MemcpyGBs(size_t bytes) {
+  std::unique_ptr<char[]> a(new char[bytes]), b(new char[bytes]);
+  std::memset(a.get(), 1, bytes);
+  std::memset(b.get(), 2, bytes);
+  std::memcpy(b.get(), a.get(), bytes);  // warm: both buffers faulted in
+  asm volatile("" : : "r"(b.get()) : "memory");
+  std::memset(a.get(), 3, bytes);
+  double t0 = Now();
+  std::memcpy(b.get(), a.get(), bytes);
+  asm volatile("" : : "r"(b.get()) : "memory");
+  double t = Now() - t0;
+  return bytes / t / 1e9;
+}
+
+double DiskGBs(const std::string& dir, size_t bytes) {
+  std::string path = dir + "/disk-probe.bin";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) Die("cannot write " + path);
+  std::vector<uint64_t> buf((8u << 20) / 8);
+  uint64_t x = 88172645463325252ull;
+  for (auto& v : buf) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; v = x; }
+  double t0 = Now();
+  for (size_t done = 0; done < bytes; done += buf.size() * 8) {
+    if (write(fd, buf.data(), buf.size() * 8) < 0) Die("write failed");
+  }
+  fsync(fd);
+  double t = Now() - t0;
+  close(fd);
+  unlink(path.c_str());
+  return bytes / t / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t mib = 1024;
+  int rounds = 3;
+  std::string dir = "/tmp/vgpu-bench-residency";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--mib" && i + 1 < argc) mib = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else Die("usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R]");
+  }
+  std::filesystem::create_directories(dir);
+  std::string run_dir = dir + "/run";
+  std::filesystem::create_directories(run_dir);
+  std::string stop = dir + "/stop", out = dir + "/client.out";
+  unlink(stop.c_str());
+  size_t bytes = mib << 20;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    std::string node = "VGPU_SIM_NODE=vgpu-bench-residency-" + std::to_string(getpid());
+    std::string devs = "VGPU_SIM_DEVICES=1x" + std::to_string(mib / 1024 + 2) + "GiB";
+    putenv(const_cast<char*>(strdup(node.c_str())));
+    putenv(const_cast<char*>(strdup(devs.c_str())));
+    setenv("LD_LIBRARY_PATH", VGPU_BENCH_SIM_DIR, 1);
+    setenv("VGPU_VMM", "on", 1);
+    setenv("VGPU_RUN_DIR", run_dir.c_str(), 1);
+    setenv("LD_PRELOAD", VGPU_BENCH_LIBVGPU, 1);
+    std::string m = std::to_string(mib);
+    execl(VGPU_BENCH_CLIENT, VGPU_BENCH_CLIENT, "hold", "1", stop.c_str(), m.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string sock = run_dir + "/agent-" + std::to_string(pid) + ".sock";
+  for (int i = 0;; ++i) {
+    std::ifstream f(out);
+    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (s.find("ready") != std::string::npos && access(sock.c_str(), F_OK) == 0) break;
+    if (i > 60000) Die("client did not start");
+    usleep(1000);
+  }
+  double mem = MemcpyGBs(bytes), disk = DiskGBs(dir, bytes);
+  double best_susp = 1e9, best_res = 1e9, best_ck = 1e9, best_ckrel = 1e9, best_rst = 1e9;
+  for (int r = 0; r < rounds; ++r) {
+    best_susp = std::min(best_susp, Call(pid, "suspend", nlohmann::json::object(), run_dir));
+    best_res = std::min(best_res, Call(pid, "resume", nlohmann::json::object(), run_dir));
+    best_ck = std::min(best_ck, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", true}}, run_dir));
+    best_ckrel = std::min(best_ckrel, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", false}}, run_dir));
+    best_rst = std::min(best_rst, Call(pid, "restore", {{"from", dir + "/ckpt"}}, run_dir));
+  }
+  int fd = open(stop.c_str(), O_WRONLY | O_CREAT, 0600);
+  close(fd);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  std::filesystem::remove_all(dir + "/ckpt");
+  double gb = bytes / 1e9;
+  std::printf("device memory: %zu MiB (incompressible), best of %d rounds\n", mib, rounds);
+  std::printf("%-36s %9s %10s\n", "operation", "seconds", "GB/s");
+  std::printf("%-36s %9s %10.2f\n", "host memcpy (reference)", "", mem);
+  std::printf("%-36s %9s %10.2f\n", "disk write + fsync (reference)", "", disk);
+  std::printf("%-36s %9.3f %10.2f\n", "suspend (copy out + release)", best_susp, gb / best_susp);
+  std::printf("%-36s %9.3f %10.2f\n", "resume (map + copy in)", best_res, gb / best_res);
+  std::printf("%-36s %9.3f %10.2f\n", "checkpoint --leave-running", best_ck, gb / best_ck);
+  std::printf("%-36s %9.3f %10.2f\n", "checkpoint (then released)", best_ckrel, gb / best_ckrel);
+  std::printf("%-36s %9.3f %10.2f\n", "restore (verify + decompress + copy)", best_rst, gb / best_rst);
+  std::printf("checkpoint vs slower reference: %.0f%%\n",
+              100.0 * (gb / best_ck) / std::min(mem, disk));
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}

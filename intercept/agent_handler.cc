@@ -1,0 +1,130 @@
+#include "intercept/agent_handler.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "ctl/agent.h"
+#include "ctl/protocol.h"
+#include "intercept/log.h"
+#include "intercept/real_driver.h"
+#include "intercept/residency.h"
+#include "intercept/runtime.h"
+#include "vmm/vmm.h"
+
+namespace vgpu {
+namespace {
+
+using ctl::ErrorCode;
+using ctl::Response;
+
+ErrorCode CodeOf(const std::string& name) { return ctl::ErrorCodeFromName(name); }
+
+std::string Uuid(int physical) {
+  CUuuid u{};
+  if (REAL_CALL(cuDeviceGetUuid_v2, &u, physical) != CUDA_SUCCESS) return "";
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    auto b = static_cast<unsigned char>(u.bytes[i]);
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  return s;
+}
+
+std::string Comm() {
+  std::ifstream f("/proc/self/comm");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+class ResidencyHandler : public ctl::Handler {
+ public:
+  Response Handle(const ctl::Request& req, ctl::ProgressSink* sink) override {
+    auto progress = [sink](const char* phase, uint64_t done, uint64_t total) {
+      if (sink == nullptr) return;
+      ctl::Progress p;
+      p.done = done;
+      p.total = total;
+      p.phase = phase;
+      sink->Report(p);
+    };
+    if (req.cmd == "info" || req.cmd == "ps") return Info();
+    residency::Result r;
+    if (req.cmd == "suspend") {
+      r = residency::Suspend(progress);
+    } else if (req.cmd == "resume") {
+      r = residency::Resume(progress);
+    } else if (req.cmd == "checkpoint") {
+      ctl::CheckpointArgs a;
+      if (auto s = ctl::ParseCheckpointArgs(req.args, &a); !s.ok()) return Response::Error(s);
+      std::string dir = a.dir;
+      if (dir.empty()) {
+        const char* env = std::getenv("VGPU_CHECKPOINT_DIR");
+        dir = env != nullptr && *env != '\0' ? std::string(env)
+                                             : "/tmp/vgpu-checkpoints/" + std::to_string(getpid());
+      }
+      r = residency::Checkpoint(dir, a.leave_running, progress);
+    } else if (req.cmd == "restore") {
+      ctl::RestoreArgs a;
+      if (auto s = ctl::ParseRestoreArgs(req.args, &a); !s.ok()) return Response::Error(s);
+      r = residency::Restore(a.from, progress);
+    } else {
+      return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
+    }
+    if (!r.ok) return Response::Error(CodeOf(r.code), r.message);
+    nlohmann::json j = {{"bytes", r.bytes},
+                        {"seconds", r.seconds},
+                        {"state", residency::StateName(residency::CurrentState())}};
+    if (!r.path.empty()) j["path"] = r.path;
+    return Response::Ok(j);
+  }
+
+ private:
+  Response Info() {
+    Runtime& rt = Runtime::Get();
+    ctl::InfoResult info;
+    info.pid = getpid();
+    info.uid = getuid();
+    info.version = "0.1.0";
+    info.group = rt.config().group;
+    info.state = residency::StateName(residency::CurrentState());
+    info.command = Comm();
+    std::map<int, uint64_t> vmm_used;
+    for (const auto& a : vmm::Manager::Get().Allocations()) vmm_used[a.device] += a.size;
+    for (int v = 0; v < rt.devices().count(); ++v) {
+      int p = rt.devices().ToPhysical(v);
+      ctl::DeviceInfo d;
+      d.index = v;
+      d.uuid = Uuid(p);
+      if (QuotaLedger* l = rt.ledger(); l != nullptr) {
+        if (l->Limit(p) != kUnlimited) d.quota = l->Limit(p);
+        d.used = l->SelfUsed(p);
+      } else {
+        d.used = vmm_used[p];
+      }
+      info.devices.push_back(d);
+    }
+    return Response::Ok(ctl::ToJson(info));
+  }
+};
+
+}  // namespace
+
+void StartAgent() {
+  static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
+  ctl::Status s = ctl::Agent::Start(handler);
+  if (!s.ok()) {
+    VGPU_LOG(kWarn, "control agent not started: %s", s.message.c_str());
+  } else {
+    VGPU_LOG(kInfo, "control agent listening on %s", ctl::Agent::SocketPath().c_str());
+  }
+}
+
+}  // namespace vgpu

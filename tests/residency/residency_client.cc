@@ -1,0 +1,110 @@
+// Helper of the residency tests (tests/residency/residency_test.sh).
+//   meminfo            prints "free=<bytes> total=<bytes>" of device 0 (run it
+//                      without LD_PRELOAD: another process's view of the node)
+//   hold THREADS FILE [MiB]  allocates buffers (small and big), fills them with a
+//                      pattern, prints "ready", then THREADS threads copy,
+//                      memset and verify them until FILE exists; prints
+//                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
+#include <cuda.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void Check(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  std::fprintf(stderr, "residency_client: %s failed: %d\n", what, static_cast<int>(r));
+  std::exit(2);
+}
+#define CU(x) Check((x), #x)
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  std::string mode = argv[1];
+  CU(cuInit(0));
+  CUdevice dev = 0;
+  CU(cuDeviceGet(&dev, 0));
+  CUcontext ctx = nullptr;
+  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cuCtxSetCurrent(ctx));
+  if (mode == "meminfo") {
+    size_t free = 0, total = 0;
+    CU(cuMemGetInfo(&free, &total));
+    std::printf("free=%zu total=%zu\n", free, total);
+    return 0;
+  }
+  if (mode != "hold" || argc < 4) return 2;
+  int threads = std::atoi(argv[2]);
+  std::string stop = argv[3];
+  // Fixed buffers (verified) and one per thread (scratch).
+  const size_t sizes[] = {1000, 4096, 300000, 3u << 20, 8u << 20};
+  std::vector<CUdeviceptr> bufs;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    CUdeviceptr p = 0;
+    CU(cuMemAlloc(&p, sizes[i]));
+    std::vector<uint32_t> h(sizes[i] / 4);
+    for (size_t k = 0; k < h.size(); ++k) h[k] = static_cast<uint32_t>(k * 2654435761u + i);
+    CU(cuMemcpyHtoD(p, h.data(), h.size() * 4));
+    bufs.push_back(p);
+  }
+  if (argc > 4) {  // an extra buffer of N MiB with incompressible-ish contents (bench)
+    size_t n = std::strtoull(argv[4], nullptr, 10) << 20;
+    CUdeviceptr p = 0;
+    CU(cuMemAlloc(&p, n));
+    std::vector<uint32_t> h(n / 4);
+    uint64_t x = 88172645463325252ull;
+    for (auto& v : h) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; v = static_cast<uint32_t>(x); }
+    CU(cuMemcpyHtoD(p, h.data(), n));
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::atomic<long> iterations{0}, errors{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        errors++;
+        return;
+      }
+      CUdeviceptr scratch = 0;
+      if (cuMemAlloc(&scratch, 64 << 10) != CUDA_SUCCESS) {
+        errors++;
+        return;
+      }
+      std::vector<uint32_t> h;
+      while (!done.load()) {
+        size_t i = static_cast<size_t>(iterations.load() + t) % bufs.size();
+        h.assign(sizes[i] / 4, 0);
+        if (cuMemcpyDtoH(h.data(), bufs[i], h.size() * 4) != CUDA_SUCCESS) errors++;
+        for (size_t k = 0; k < h.size(); ++k) {
+          if (h[k] != static_cast<uint32_t>(k * 2654435761u + i)) {
+            errors++;
+            break;
+          }
+        }
+        uint32_t v = 0;
+        if (cuMemsetD32(scratch, 0xabc00000u + t, (64 << 10) / 4) != CUDA_SUCCESS ||
+            cuMemcpyDtoH(&v, scratch + 4096, 4) != CUDA_SUCCESS || v != 0xabc00000u + t) {
+          errors++;
+        }
+        iterations++;
+      }
+      cuMemFree(scratch);
+    });
+  }
+  while (access(stop.c_str(), F_OK) != 0) usleep(2000);
+  done = true;
+  for (auto& t : ts) t.join();
+  std::printf("iterations=%ld errors=%ld\n", iterations.load(), errors.load());
+  return errors.load() == 0 ? 0 : 1;
+}

@@ -1,0 +1,93 @@
+#!/bin/bash
+# End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
+#   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
+#   residency_test.sh cycles N    N suspend/resume cycles under concurrent CUDA calls
+#   residency_test.sh corrupt     damaged image refused, process stays suspended, good image works
+# Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
+set -u
+mode=$1
+work=$(mktemp -d /tmp/vgpu-res-test.XXXXXX)
+trap 'rm -rf "$work"; [ -n "${child:-}" ] && kill -9 $child 2>/dev/null' EXIT
+export LD_LIBRARY_PATH=$SIM_DIR
+export VGPU_SIM_KERNELS=$KERNELS
+export VGPU_SIM_NODE=vgpu-res-$mode-$$
+export VGPU_SIM_DEVICES=${VGPU_SIM_DEVICES:-2x1GiB}
+export VGPU_RUN_DIR=$work/run
+mkdir -p "$VGPU_RUN_DIR"
+fail() { echo "FAIL: $*"; exit 1; }
+ctl() { "$VGPUCTL" "$@" >"$work/ctl.out" 2>&1 || { cat "$work/ctl.out"; return 1; }; }
+wait_agent() {  # the agent starts after cuInit
+  for _ in $(seq 1 500); do
+    [ -S "$VGPU_RUN_DIR/agent-$1.sock" ] && return 0
+    sleep 0.01
+  done
+  fail "no agent socket for pid $1"
+}
+meminfo_free() { "$CLIENT" meminfo | sed -n 's/^free=\([0-9]*\).*/\1/p'; }
+
+case $mode in
+train)
+  ref=$("$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
+  child=$!
+  wait_agent $child
+  sleep 0.3
+  before=$(meminfo_free)
+  ctl checkpoint $child --dir "$work/ckpt" || fail "checkpoint"
+  during=$(meminfo_free)
+  echo "device free before checkpoint $before, while checkpointed $during"
+  [ "$during" -gt "$before" ] || fail "device memory not released while checkpointed"
+  sleep 0.2
+  ctl restore $child --from "$work/ckpt" || fail "restore"
+  wait $child || { cat "$work/train.out"; fail "training failed after restore"; }
+  child=
+  got=$(grep '^checksum' "$work/train.out")
+  echo "reference $ref, checkpointed+restored $got"
+  [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+cycles)
+  n=$2
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 4 "$work/stop" >"$work/hold.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_agent $child
+  base=$(meminfo_free)
+  for i in $(seq 1 "$n"); do
+    ctl suspend $child || fail "suspend $i"
+    if [ $((i % 10)) -eq 1 ]; then
+      free=$(meminfo_free)
+      [ "$free" -gt "$base" ] || fail "cycle $i: device memory not released ($free <= $base)"
+    fi
+    ctl resume $child || fail "resume $i"
+  done
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/hold.out"
+  [ $st -eq 0 ] || fail "client saw wrong data or failed calls"
+  ;;
+corrupt)
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_agent $child
+  ctl checkpoint $child --dir "$work/good" || fail "checkpoint"
+  mkdir -p "$work/bad"
+  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
+  size=$(stat -c %s "$work/bad/image.vgpuckpt")
+  printf '\xff\xff\xff\xff' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
+  cat "$work/ctl.out"
+  "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
+  grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after refused restore"; }
+  : >"$work/bad/image.vgpuckpt"
+  if "$VGPUCTL" restore $child --from "$work/bad" >/dev/null 2>&1; then fail "truncated image accepted"; fi
+  ctl restore $child --from "$work/good" || fail "restore from the good image"
+  sleep 0.2
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/hold.out"
+  [ $st -eq 0 ] || fail "client saw wrong data after restore"
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
+echo PASS

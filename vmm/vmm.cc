@@ -1,0 +1,389 @@
+#include "vmm/vmm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "intercept/real_driver.h"
+
+namespace vgpu::vmm {
+namespace {
+
+size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+CUmemAllocationProp PropFor(int device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+// First fit in an offset -> length free list; returns false if nothing fits.
+bool TakeFirstFit(std::map<size_t, size_t>* fl, size_t len, size_t align, size_t* off) {
+  for (auto it = fl->begin(); it != fl->end(); ++it) {
+    size_t start = RoundUp(it->first, align);
+    size_t end = it->first + it->second;
+    if (start + len > end) continue;
+    size_t lo = it->first;
+    fl->erase(it);
+    if (start > lo) (*fl)[lo] = start - lo;
+    if (start + len < end) (*fl)[start + len] = end - (start + len);
+    *off = start;
+    return true;
+  }
+  return false;
+}
+
+template <typename K>
+void GiveBack(std::map<K, size_t>* fl, K off, size_t len) {
+  auto [it, ok] = fl->emplace(off, len);
+  (void)ok;
+  auto next = std::next(it);
+  if (next != fl->end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    fl->erase(next);
+  }
+  if (it != fl->begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      fl->erase(it);
+    }
+  }
+}
+
+}  // namespace
+
+Manager& Manager::Get() {
+  static Manager* m = new Manager();  // never destroyed: hooks may run during exit
+  return *m;
+}
+
+CUresult Manager::WithContext(CUcontext ctx, const std::function<CUresult()>& f) {
+  CUcontext prev = nullptr;
+  REAL_CALL(cuCtxGetCurrent, &prev);
+  if (ctx != nullptr && ctx != prev) {
+    if (CUresult r = REAL_CALL(cuCtxSetCurrent, ctx); r != CUDA_SUCCESS) return r;
+  }
+  CUresult r = f();
+  if (ctx != nullptr && ctx != prev) REAL_CALL(cuCtxSetCurrent, prev);
+  return r;
+}
+
+CUresult Manager::SpaceFor(int device, Space** out) {
+  auto it = spaces_.find(device);
+  if (it != spaces_.end()) {
+    *out = &it->second;
+    return CUDA_SUCCESS;
+  }
+  CUmemAllocationProp prop = PropFor(device);
+  size_t gran = 0;
+  if (CUresult r = REAL_CALL(cuMemGetAllocationGranularity, &gran, &prop,
+                             CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (gran == 0 || kSmallChunk % gran != 0) gran = std::max<size_t>(gran, 1);
+  size_t total = 0;
+  if (CUresult r = REAL_CALL(cuDeviceTotalMem_v2, &total, device); r != CUDA_SUCCESS) return r;
+  size_t chunk = std::max(gran, kSmallChunk);
+  size_t size = RoundUp(std::max<size_t>(total, chunk) * 2, chunk);
+  CUdeviceptr base = 0;
+  if (CUresult r = REAL_CALL(cuMemAddressReserve, &base, size, chunk, 0, 0); r != CUDA_SUCCESS) {
+    return r;
+  }
+  Space& s = spaces_[device];
+  s.base = base;
+  s.size = size;
+  s.granularity = gran;
+  s.free_va[base] = size;
+  *out = &s;
+  return CUDA_SUCCESS;
+}
+
+CUresult Manager::MapChunk(Chunk* c) {
+  CUmemAllocationProp prop = PropFor(c->device);
+  CUmemGenericAllocationHandle h = 0;
+  if (CUresult r = REAL_CALL(cuMemCreate, &h, c->size, &prop, 0); r != CUDA_SUCCESS) return r;
+  if (CUresult r = REAL_CALL(cuMemMap, c->va, c->size, 0, h, 0); r != CUDA_SUCCESS) {
+    REAL_CALL(cuMemRelease, h);
+    return r;
+  }
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = c->device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (CUresult r = REAL_CALL(cuMemSetAccess, c->va, c->size, &access, 1); r != CUDA_SUCCESS) {
+    REAL_CALL(cuMemUnmap, c->va, c->size);
+    REAL_CALL(cuMemRelease, h);
+    return r;
+  }
+  c->handle = h;
+  c->mapped = true;
+  return CUDA_SUCCESS;
+}
+
+void Manager::UnmapChunk(Chunk* c) {
+  if (!c->mapped) return;
+  REAL_CALL(cuMemUnmap, c->va, c->size);
+  REAL_CALL(cuMemRelease, c->handle);
+  c->handle = 0;
+  c->mapped = false;
+}
+
+CUresult Manager::NewChunk(Space* s, int device, CUcontext ctx, size_t size, bool small,
+                           Chunk** out) {
+  CUdeviceptr va = 0;
+  bool found = false;
+  for (auto it = s->free_va.begin(); it != s->free_va.end(); ++it) {
+    if (it->second < size) continue;
+    va = it->first;
+    size_t rest = it->second - size;
+    s->free_va.erase(it);
+    if (rest > 0) s->free_va[va + size] = rest;
+    found = true;
+    break;
+  }
+  if (!found) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (accounting_.reserve != nullptr && !accounting_.reserve(device, size)) {
+    GiveBack(&s->free_va, va, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  auto c = std::make_unique<Chunk>();
+  c->va = va;
+  c->size = size;
+  c->device = device;
+  c->ctx = ctx;
+  c->small = small;
+  if (CUresult r = MapChunk(c.get()); r != CUDA_SUCCESS) {
+    GiveBack(&s->free_va, va, size);
+    if (accounting_.release != nullptr) accounting_.release(device, size);
+    return r;
+  }
+  if (small) c->free_list[0] = size;
+  *out = c.get();
+  chunks_[va] = std::move(c);
+  return CUDA_SUCCESS;
+}
+
+void Manager::DestroyChunk(Chunk* c) {
+  UnmapChunk(c);
+  if (accounting_.release != nullptr) accounting_.release(c->device, c->size);
+  auto sit = spaces_.find(c->device);
+  if (sit != spaces_.end()) GiveBack(&sit->second.free_va, c->va, c->size);
+  chunks_.erase(c->va);
+}
+
+CUresult Manager::Alloc(int device, CUcontext ctx, size_t bytes, CUmemoryPool pool,
+                        CUdeviceptr* out) {
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(mu_);
+  Space* s = nullptr;
+  if (CUresult r = SpaceFor(device, &s); r != CUDA_SUCCESS) return r;
+  size_t len = RoundUp(bytes, kAlignment);
+  Chunk* chunk = nullptr;
+  size_t off = 0;
+  if (len < kSmallLimit) {
+    for (auto& [va, c] : chunks_) {
+      if (!c->small || c->device != device || c->ctx != ctx || !c->mapped) continue;
+      if (TakeFirstFit(&c->free_list, len, kAlignment, &off)) {
+        chunk = c.get();
+        break;
+      }
+    }
+    if (chunk == nullptr) {
+      size_t csize = RoundUp(kSmallChunk, s->granularity);
+      if (CUresult r = NewChunk(s, device, ctx, csize, true, &chunk); r != CUDA_SUCCESS) return r;
+      TakeFirstFit(&chunk->free_list, len, kAlignment, &off);
+    }
+  } else {
+    size_t csize = RoundUp(len, s->granularity);
+    if (CUresult r = NewChunk(s, device, ctx, csize, false, &chunk); r != CUDA_SUCCESS) return r;
+    len = csize;
+  }
+  chunk->live++;
+  Entry e;
+  e.info.va = chunk->va + off;
+  e.info.size = bytes;
+  e.info.device = device;
+  e.info.ctx = ctx;
+  e.info.pool = pool;
+  e.info.buffer_id = next_buffer_id_++;
+  e.chunk = chunk;
+  e.offset = off;
+  e.length = len;
+  entries_[e.info.va] = e;
+  by_va_[e.info.va] = e.info.va;
+  live_bytes_ += bytes;
+  *out = e.info.va;
+  return CUDA_SUCCESS;
+}
+
+void Manager::FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it) {
+  Entry e = it->second;
+  entries_.erase(it);
+  by_va_.erase(e.info.va);
+  live_bytes_ -= e.info.size;
+  Chunk* c = e.chunk;
+  if (c->small) GiveBack(&c->free_list, e.offset, e.length);
+  if (--c->live == 0) DestroyChunk(c);
+}
+
+CUresult Manager::Free(CUdeviceptr base, size_t* bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(base);
+  if (it == entries_.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes != nullptr) *bytes = it->second.info.size;
+  FreeEntryLocked(it);
+  return CUDA_SUCCESS;
+}
+
+bool Manager::Find(CUdeviceptr p, AllocationInfo* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_va_.upper_bound(p);
+  if (it == by_va_.begin()) return false;
+  --it;
+  const Entry& e = entries_.at(it->second);
+  if (p >= e.info.va + e.info.size) return false;
+  *out = e.info;
+  return true;
+}
+
+bool Manager::InRange(CUdeviceptr p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [d, s] : spaces_) {
+    if (p >= s.base && p < s.base + s.size) return true;
+  }
+  return false;
+}
+
+void Manager::FreeContext(CUcontext ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto next = std::next(it);
+    if (it->second.info.ctx == ctx) FreeEntryLocked(it);
+    it = next;
+  }
+}
+
+std::vector<AllocationInfo> Manager::Allocations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AllocationInfo> out;
+  out.reserve(by_va_.size());
+  for (const auto& [va, base] : by_va_) out.push_back(entries_.at(base).info);
+  return out;
+}
+
+std::vector<CUcontext> Manager::Contexts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CUcontext> out;
+  for (const auto& [va, c] : chunks_) {
+    if (std::find(out.begin(), out.end(), c->ctx) == out.end()) out.push_back(c->ctx);
+  }
+  return out;
+}
+
+uint64_t Manager::LiveBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_bytes_;
+}
+
+uint64_t Manager::MappedBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [va, c] : chunks_) n += c->mapped ? c->size : 0;
+  return n;
+}
+
+size_t Manager::ChunkCount() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return chunks_.size();
+}
+
+bool Manager::AllMapped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [va, c] : chunks_) {
+    if (!c->mapped) return false;
+  }
+  return true;
+}
+
+CUresult Manager::ReleaseAll(bool keep_host,
+                             const std::function<void(uint64_t, uint64_t)>& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0, done = 0;
+  for (const auto& [va, c] : chunks_) total += c->mapped ? c->size : 0;
+  if (keep_host) {
+    // Copy everything out first: a failed copy leaves every chunk mapped.
+    for (auto& [va, c] : chunks_) {
+      if (!c->mapped) continue;
+      c->host.reset(new (std::nothrow) uint8_t[c->size]);
+      if (c->host == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+      Chunk* cp = c.get();
+      CUresult r = WithContext(cp->ctx, [&] {
+        constexpr size_t kPiece = 64ull << 20;
+        for (size_t o = 0; o < cp->size; o += kPiece) {
+          size_t n = std::min(kPiece, cp->size - o);
+          if (CUresult rr = REAL_CALL(cuMemcpyDtoH_v2, cp->host.get() + o, cp->va + o, n);
+              rr != CUDA_SUCCESS) {
+            return rr;
+          }
+          done += n;
+          if (progress) progress(done, total);
+        }
+        return CUDA_SUCCESS;
+      });
+      if (r != CUDA_SUCCESS) {
+        for (auto& [v2, c2] : chunks_) c2->host.reset();
+        return r;
+      }
+    }
+  }
+  for (auto& [va, c] : chunks_) UnmapChunk(c.get());
+  return CUDA_SUCCESS;
+}
+
+CUresult Manager::RecreateAll(const std::function<void(uint64_t, uint64_t)>& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t total = 0, done = 0;
+  for (const auto& [va, c] : chunks_) total += (!c->mapped && c->host != nullptr) ? c->size : 0;
+  for (auto& [va, c] : chunks_) {
+    if (c->mapped) continue;
+    if (CUresult r = MapChunk(c.get()); r != CUDA_SUCCESS) return r;
+    if (c->host == nullptr) continue;
+    Chunk* cp = c.get();
+    CUresult r = WithContext(cp->ctx, [&] {
+      constexpr size_t kPiece = 64ull << 20;
+      for (size_t o = 0; o < cp->size; o += kPiece) {
+        size_t n = std::min(kPiece, cp->size - o);
+        if (CUresult rr = REAL_CALL(cuMemcpyHtoD_v2, cp->va + o, cp->host.get() + o, n);
+            rr != CUDA_SUCCESS) {
+          return rr;
+        }
+        done += n;
+        if (progress) progress(done, total);
+      }
+      return CUDA_SUCCESS;
+    });
+    if (r != CUDA_SUCCESS) return r;
+    cp->host.reset();
+  }
+  return CUDA_SUCCESS;
+}
+
+const uint8_t* Manager::HostCopy(CUdeviceptr va) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = chunks_.upper_bound(va);
+  if (it == chunks_.begin()) return nullptr;
+  --it;
+  Chunk* c = it->second.get();
+  if (va >= c->va + c->size || c->host == nullptr) return nullptr;
+  return c->host.get() + (va - c->va);
+}
+
+void Manager::DropHostCopies() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [va, c] : chunks_) c->host.reset();
+}
+
+}  // namespace vgpu::vmm
