@@ -215,21 +215,6 @@ bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
   return false;
 }
 
-double SchedRegion::RateOf(int device, const SchedGroup& g, uint64_t now) const {
-  auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
-  if (policy == SchedPolicy::kFixed) return g.share_permille.load() / 1000.0;
-  // Weighted: what the active fixed groups leave, split by weight among the
-  // active weighted groups (this one counted as active).
-  double fixed = 0, weights = g.weight.load();
-  for (const auto& o : layout_->devices[device].groups) {
-    if (&o == &g || !GroupActive(o, now)) continue;
-    auto op = static_cast<SchedPolicy>(o.policy.load(std::memory_order_relaxed));
-    if (op == SchedPolicy::kFixed) fixed += o.share_permille.load() / 1000.0;
-    if (op == SchedPolicy::kWeighted) weights += o.weight.load();
-  }
-  return std::max(0.0, 1.0 - fixed) * g.weight.load() / weights;
-}
-
 int64_t SchedRegion::MeanWeightedTokens(int device, uint64_t now) const {
   int64_t sum = 0;
   int n = 0;
@@ -253,9 +238,6 @@ void SchedRegion::Refill(int device, uint64_t now) {
   for (auto& g : dev.groups) {
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
-    double rate = RateOf(device, g, now);
-    int64_t cap = BurstCap(rate);
-    auto add = static_cast<int64_t>(rate * static_cast<double>(dt));
     if (policy != SchedPolicy::kFixed) {
       // Weighted buckets are credited by Charge, not by the clock. An idle one
       // neither banks credit nor keeps debt: it sits level with the active
@@ -263,6 +245,10 @@ void SchedRegion::Refill(int device, uint64_t now) {
       if (!GroupActive(g, now)) g.tokens_ns.store(MeanWeightedTokens(device, now));
       continue;
     }
+    // A cap refills at its share of wall time, whoever else is active.
+    double rate = g.share_permille.load(std::memory_order_relaxed) / 1000.0;
+    int64_t cap = BurstCap(rate);
+    auto add = static_cast<int64_t>(rate * static_cast<double>(dt));
     int64_t t = g.tokens_ns.load();
     int64_t next = 0;
     do {
@@ -314,16 +300,6 @@ int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
     if (better) best = c, best_hp = hp, best_tokens = tokens, best_since = since;
   }
   return best;
-}
-
-bool SchedRegion::OthersWaiting(int device, int me) const {
-  for (int c = 0; c < kSchedClients; ++c) {
-    if (c != me && layout_->clients[c].pid.load() > 0 &&
-        layout_->clients[c].demand_since_ns[device].load() != 0) {
-      return true;
-    }
-  }
-  return false;
 }
 
 bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {

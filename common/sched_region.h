@@ -6,8 +6,9 @@
 // device. Exclusivity is what makes the holder's measured busy time its true
 // GPU time: without it, a kernel's elapsed time would include waiting behind
 // other tenants' kernels. Each (device, group) has a token bucket in GPU
-// nanoseconds, filled at its rate times wall time and charged with the
-// holder's measured busy time; buckets decide who gets the lease next and when
+// nanoseconds, charged with the holder's measured busy time; a fixed cap
+// refills at its share of wall time, weighted buckets are credited by weight
+// from the time weighted groups use. Buckets decide who gets the lease next and when
 // the holder must yield. All fields are atomics; no lock is ever held, so a
 // process killed at any instruction leaves state that others repair (a dead
 // holder's lease is taken over).
@@ -113,8 +114,6 @@ class SchedRegion {
   int PickNext(int device, int exclude, uint64_t now) const;
   // Whether the holder `me` should give the lease up now.
   bool ShouldYield(int device, int me, uint64_t now) const;
-  // Whether anybody other than `me` waits for the device.
-  bool OthersWaiting(int device, int me) const;
 
   void SetDemand(int device, int client, uint64_t now);
   void ClearDemand(int device, int client);
@@ -135,7 +134,6 @@ class SchedRegion {
 
  private:
   SchedRegion() = default;
-  double RateOf(int device, const SchedGroup& g, uint64_t now) const;
   int64_t BurstCap(double rate) const;
   int64_t MeanWeightedTokens(int device, uint64_t now) const;
   bool GroupActive(const SchedGroup& g, uint64_t now) const;

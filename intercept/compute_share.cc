@@ -125,7 +125,6 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
     if (!s.must_yield.load() && !s.holding.load() && region_->TryAcquire(device, client_, now)) {
       std::lock_guard<std::mutex> lock(join_mu_);
       if (!s.holding.load()) {
-        s.lease_start_ns = now;
         s.charged_until_ns = now;
         s.idle_since_ns = 0;
         region_->ClearDemand(device, client_);

@@ -2,9 +2,10 @@
 // process holds its device's lease (common/sched_region.h) and its queued work
 // is under the bound, that is two relaxed loads and one atomic increment — no
 // lock, no syscall, no allocation. Otherwise the launching thread sleeps until
-// the lease is granted. A per-process accountant thread drains the queue with
-// cuCtxSynchronize, charges the measured busy time to the group's bucket, and
-// hands the lease over when the scheduler says so.
+// the lease is granted. Launching threads drop a marker event every half
+// queue; a per-process accountant thread retires work marker by marker,
+// charges the measured busy time to the group's bucket, and hands the lease
+// over when the scheduler says so.
 #pragma once
 
 #include <cuda.h>
@@ -74,7 +75,6 @@ class ComputeShare {
     std::atomic<uint64_t> next_marker_at{0};
     bool busy = false;             // the queue was non-empty at the last tick
     uint64_t last_seen_launched = 0;
-    uint64_t lease_start_ns = 0;
     uint64_t idle_since_ns = 0;
     uint64_t charged_until_ns = 0;
     double avg_launch_ns = 0;  // measured GPU time per launch, for the queue bound

@@ -70,11 +70,6 @@ CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc)
   return r;
 }
 
-void Uncharge(ChargeKind kind, uint64_t key) {
-  Charge c;
-  if (Runtime::Get().allocations().Take(kind, key, &c)) Unreserve(c.device, c.bytes);
-}
-
 uint64_t NmKey(ChargeKind kind, uint64_t key);
 
 
