@@ -837,11 +837,16 @@ int main(int argc, char** argv) {
   std::printf("  hooked/direct: %.3fx per pair (median), %.3fx by throughput\n", c.at("ratio_median"),
               c.at("ratio_throughput"));
 
-  const double launch_added = s.pass.count("launch.added_ns") ? s.pass.at("launch.added_ns") : 1e9;
+  // The target is about the launch a governed tenant pays: the policy
+  // configuration (compute-share gate active), the worse of the two.
+  auto added = [](const Results& r) {
+    return r.count("launch.added_ns") ? r.at("launch.added_ns") : 1e9;
+  };
+  const double launch_added = std::max(added(s.pass), added(s.quota));
   const bool launch_met = launch_added <= 60.0;
   const bool alloc_met = c.at("ratio_median") > 0 && c.at("ratio_median") <= 2.0;
   std::printf("\ntargets (informational, one noisy run):\n");
-  std::printf("  launch added <= 60 ns at the median: %s (%.1f ns)\n", launch_met ? "met" : "MISSED",
+  std::printf("  launch added <= 60 ns at the median (worse configuration): %s (%.1f ns)\n", launch_met ? "met" : "MISSED",
               launch_added);
   std::printf("  alloc/free <= 2x direct with %d processes: %s (%.3fx)\n", o.procs,
               alloc_met ? "met" : "MISSED", c.at("ratio_median"));
