@@ -116,6 +116,18 @@ void Quiesce() {
   }
 }
 
+// The result of a finished checkpoint or restore, logged once.
+Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_point t0,
+            const std::string& path) {
+  Result res;
+  res.bytes = bytes;
+  res.seconds = Since(t0);
+  res.path = path;
+  VGPU_LOG(kInfo, "%s %s (%s) in %.3f s", verb, FormatByteSize(bytes).c_str(), path.c_str(),
+           res.seconds);
+  return res;
+}
+
 Result RefuseNonMigratable() {
   uint64_t n = NonMigratableBytes();
   if (n == 0) return Result::Ok();
@@ -225,13 +237,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   }
   g_state.store(State::kRunning);
   OpenGate();
-  Result res;
-  res.bytes = total;
-  res.seconds = Since(t0);
-  res.path = path;
-  VGPU_LOG(kInfo, "restored %s from %s in %.3f s", FormatByteSize(total).c_str(), path.c_str(),
-           res.seconds);
-  return res;
+  return Done("restored", total, t0, path);
 }
 
 }  // namespace
@@ -427,13 +433,7 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   } else if (s == State::kRunning) {
     OpenGate();
   }
-  Result res;
-  res.bytes = total;
-  res.seconds = Since(t0);
-  res.path = path;
-  VGPU_LOG(kInfo, "checkpointed %s to %s in %.3f s", FormatByteSize(total).c_str(), path.c_str(),
-           res.seconds);
-  return res;
+  return Done("checkpointed", total, t0, path);
 }
 
 Result Restore(const std::string& from, const Progress& progress) {
