@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -154,8 +156,28 @@ RunResult RunProcess(const std::vector<std::string>& argv, int timeout_ms, int u
   return result;
 }
 
+// Another uid may not be able to reach the build tree (a clone in a 0700
+// directory): it runs a copy in a world-readable temporary directory, so that
+// only the agent's SO_PEERCRED check can refuse it.
+std::string VgpuctlFor(int uid) {
+  if (uid < 0) return VGPUCTL_PATH;
+  static const std::string copy = [] {
+    char tmpl[] = "/tmp/vgpuctl-test-XXXXXX";
+    std::string dir = mkdtemp(tmpl) != nullptr ? tmpl : "/tmp";
+    chmod(dir.c_str(), 0755);
+    std::string path = dir + "/vgpuctl";
+    std::filesystem::copy_file(VGPUCTL_PATH, path,
+                               std::filesystem::copy_options::overwrite_existing);
+    chmod(path.c_str(), 0755);
+    static std::string created = dir;
+    std::atexit([] { std::filesystem::remove_all(created); });
+    return path;
+  }();
+  return copy;
+}
+
 RunResult Vgpuctl(const std::vector<std::string>& args, int uid) {
-  std::vector<std::string> argv = {VGPUCTL_PATH};
+  std::vector<std::string> argv = {VgpuctlFor(uid)};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, 15000, uid);
 }
