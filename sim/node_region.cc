@@ -280,22 +280,29 @@ void NodeRegion::Unreserve(int d, uint64_t bytes) {
   device(d).used_bytes.fetch_sub(bytes);
 }
 
-void NodeRegion::EngineAcquire(int d) {
+uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
   DeviceState& dev = device(d);
   int rc = pthread_mutex_lock(&dev.engine);
+  uint64_t now = NowNs();
+  // Queued work starts when the engine frees up, not when this process's
+  // worker thread gets to run: host wake-ups are not device idle time.
+  uint64_t start = std::min(now, std::max(ready_ns, dev.last_release_ns.load()));
   if (rc == EOWNERDEAD) {
     // The previous holder died mid-kernel; its kernel is over.
     dev.running_since_ns.store(0);
     pthread_mutex_consistent(&dev.engine);
+    start = now;
   }
-  dev.running_since_ns.store(NowNs(), std::memory_order_relaxed);
+  dev.running_since_ns.store(start, std::memory_order_relaxed);
+  return start;
 }
 
-void NodeRegion::EngineRelease(int d, uint64_t started_ns) {
+uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns) {
   DeviceState& dev = device(d);
   uint64_t now = NowNs();
   uint64_t busy = dev.busy_ns.fetch_add(now - started_ns) + (now - started_ns);
   dev.running_since_ns.store(0, std::memory_order_relaxed);
+  dev.last_release_ns.store(now, std::memory_order_relaxed);
   dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
   if (self_ != nullptr) self_->busy_ns[d].fetch_add(now - started_ns, std::memory_order_relaxed);
   uint32_t last = dev.util_next.load() % kUtilSamples;
@@ -306,6 +313,7 @@ void NodeRegion::EngineRelease(int d, uint64_t started_ns) {
     dev.util_next.fetch_add(1);
   }
   pthread_mutex_unlock(&dev.engine);
+  return now;
 }
 
 double NodeRegion::Utilization(int d, uint64_t window_ns) const {

@@ -18,7 +18,7 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 3;
+inline constexpr uint32_t kNodeVersion = 4;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 256;
 inline constexpr int kUtilSamples = 64;
@@ -39,6 +39,7 @@ struct DeviceState {
   std::atomic<uint64_t> busy_ns;              // total engine busy time of finished kernels
   std::atomic<uint64_t> running_since_ns;     // start of the kernel on the engine, 0 when idle
   std::atomic<uint64_t> kernels_run;
+  std::atomic<uint64_t> last_release_ns;     // end of the last kernel
   std::atomic<uint32_t> util_next;            // ring of (wall, busy) samples for NVML utilization
   UtilSample util[kUtilSamples];
 };
@@ -90,8 +91,11 @@ class NodeRegion {
   void Unreserve(int d, uint64_t bytes);
 
   // Engine: held by a stream worker for the duration of one kernel.
-  void EngineAcquire(int d);
-  void EngineRelease(int d, uint64_t started_ns);
+  // Takes the engine for a kernel that could have started at ready_ns; returns
+  // its start: not before the engine was last released, not after now.
+  uint64_t EngineAcquire(int d, uint64_t ready_ns);
+  // Returns the end time.
+  uint64_t EngineRelease(int d, uint64_t started_ns);
 
   // Busy fraction of device d over roughly the last window_ns (0..1).
   double Utilization(int d, uint64_t window_ns) const;

@@ -143,6 +143,7 @@ uint64_t Stream::Commit() {
   }
   uint64_t n = submitted_.load(std::memory_order_relaxed);
   AddImplicitDeps(&ring_[n % kRingSize]);
+  ring_[n % kRingSize].enqueued_ns = NowNs();
   submitted_.store(n + 1, std::memory_order_seq_cst);
   producer_mu_.unlock();
   if (worker_sleeping_.load(std::memory_order_seq_cst)) {
@@ -180,8 +181,10 @@ void Stream::set_capture(Graph* g, CUstreamCaptureMode mode, uint64_t id) {
   capture_graph_.store(g, std::memory_order_release);
 }
 
-void Stream::WaitDep(const StreamDep& d) {
-  if (d.stream != nullptr && d.stream != this) d.stream->WaitFor(d.seq);
+bool Stream::WaitDep(const StreamDep& d) {
+  if (d.stream == nullptr || d.stream == this || d.stream->completed() >= d.seq) return false;
+  d.stream->WaitFor(d.seq);
+  return true;
 }
 
 void Stream::Run() {
@@ -203,8 +206,11 @@ void Stream::Run() {
       continue;
     }
     Op& op = ring_[done % kRingSize];
-    WaitDep(op.dep);
-    for (const auto& d : op.extra_deps) WaitDep(d);
+    bool waited = WaitDep(op.dep);
+    for (const auto& d : op.extra_deps) waited = WaitDep(d) || waited;
+    // A GPU starts queued work the moment it can: the worker thread's own
+    // wake-up and bookkeeping between ops is not device time.
+    ready_ns_ = waited ? NowNs() : std::max(op.enqueued_ns, last_end_ns_);
     Execute(op);
     completed_.store(done + 1, std::memory_order_seq_cst);
     if (waiters_.load(std::memory_order_seq_cst) > 0) {
@@ -222,15 +228,17 @@ void Stream::Run() {
 }
 
 void Stream::ExecuteKernel(Op& op) {
-  if (StickyError(ctx_) != CUDA_SUCCESS) return;  // a faulted context runs nothing more
+  if (StickyError(ctx_) != CUDA_SUCCESS) {  // a faulted context runs nothing more
+    last_end_ns_ = ready_ns_;
+    return;
+  }
   NodeRegion& node = Node();
-  node.EngineAcquire(ctx_->device);
-  uint64_t start = NowNs();
+  uint64_t start = node.EngineAcquire(ctx_->device, ready_ns_);
   uint64_t device_ns = 0;
   CUresult r = vgpu::sim::ExecuteKernel(op.fn, reinterpret_cast<CUcontext>(ctx_), op.dims,
                                         op.params, &device_ns);
   if (device_ns > 0) SleepUntil(start + device_ns);
-  node.EngineRelease(ctx_->device, start);
+  last_end_ns_ = node.EngineRelease(ctx_->device, start);
   // Only a fault poisons the context, as on a GPU; a launch whose module was
   // unloaded meanwhile just does nothing.
   if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED) {
@@ -242,10 +250,11 @@ void Stream::ExecuteKernel(Op& op) {
 void Stream::Execute(Op& op) {
   switch (op.kind) {
     case OpKind::kNop:
-      break;
+      last_end_ns_ = ready_ns_;  // takes no device time
+      return;
     case OpKind::kKernel:
       ExecuteKernel(op);
-      break;
+      return;  // sets last_end_ns_
     case OpKind::kCopy:
       CopyRows(op);
       break;
@@ -260,11 +269,13 @@ void Stream::Execute(Op& op) {
       break;
     case OpKind::kEventRecord:
       EventReached(op.event, op.event_gen);
-      break;
+      last_end_ns_ = ready_ns_;  // takes no device time
+      return;
     case OpKind::kFreeAsync:
       ReleaseStreamOrdered(op.free_ptr);
       break;
   }
+  last_end_ns_ = NowNs();
 }
 
 void RegisterStream(Stream* s) { g_streams->Add(s); }

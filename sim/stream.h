@@ -60,6 +60,7 @@ struct Op {
   uint64_t event_gen = 0;
   // kFreeAsync
   CUdeviceptr free_ptr = 0;
+  uint64_t enqueued_ns = 0;  // when the host committed it
 };
 
 // Deep copy (graph nodes are replayed from copies).
@@ -107,7 +108,7 @@ class Stream {
   void Run();
   void Execute(Op& op);
   void ExecuteKernel(Op& op);
-  void WaitDep(const StreamDep& d);
+  bool WaitDep(const StreamDep& d);  // true if it had to wait
   void AddImplicitDeps(Op* op);
 
   Context* ctx_;
@@ -127,6 +128,10 @@ class Stream {
   std::atomic<bool> worker_sleeping_{false};
   std::atomic<bool> retired_{false};
   std::atomic<Graph*> capture_graph_{nullptr};
+  // Worker only: when the current op could have started on a GPU (queued and
+  // its dependencies done), and when the previous op ended.
+  uint64_t ready_ns_ = 0;
+  uint64_t last_end_ns_ = 0;
   CUstreamCaptureMode capture_mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
   uint64_t capture_id_ = 0;
   std::thread worker_;

@@ -369,6 +369,28 @@ TEST_F(SimNvml, ForgetsProcessesThatDied) {
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
 }
 
+// Queued work starts the moment the engine frees up (a GPU does not wait for
+// a host thread), but never before it was queued: host wake-ups between
+// kernels are not device idle time, real gaps in the work still are.
+TEST_F(SimNvml, EngineStartsQueuedWorkWhenReleased) {
+  NodeRegion* node = OpenAsCuda();
+  ASSERT_NE(node, nullptr);
+  uint64_t s1 = node->EngineAcquire(0, NowNs());
+  uint64_t released = node->EngineRelease(0, s1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(node->EngineAcquire(0, released - 1'000'000), released);  // queued earlier
+  uint64_t after = node->EngineRelease(0, released);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  uint64_t ready = after + 1'000'000;  // queued 1 ms after the engine went idle
+  EXPECT_EQ(node->EngineAcquire(0, ready), ready);
+  node->EngineRelease(0, ready);
+  uint64_t before = NowNs();
+  uint64_t start = node->EngineAcquire(0, NowNs() + 1'000'000'000);  // never in the future
+  EXPECT_GE(start, before);
+  EXPECT_LE(start, NowNs());
+  node->EngineRelease(0, start);
+}
+
 TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
   NodeRegion* node = OpenAsCuda();
@@ -376,8 +398,7 @@ TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   nvmlUtilization_t u{};
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
-  node->EngineAcquire(0);  // a kernel starts on device 0 and runs
-  uint64_t started = NowNs();
+  uint64_t started = node->EngineAcquire(0, NowNs());  // a kernel starts on device 0 and runs
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
   EXPECT_GE(u.gpu, 50u);
