@@ -24,6 +24,12 @@ constexpr uint64_t kIdleReleaseNs = 20'000'000;
 // ... and this long when somebody waits (work conservation).
 constexpr uint64_t kIdleHandoverNs = 500'000;
 constexpr uint64_t kPollNs = 200'000;
+// A holder that yields to a waiter hands the lease over when about this much
+// of its queued work is left: the next holder's wake-up and first launch
+// overlap that tail instead of leaving the device idle. Its tail is then
+// charged to the next holder, which in turn leaves its own tail to whoever
+// follows, so on average every tenant is charged its own time.
+constexpr uint64_t kHandoverLeadNs = 500'000;
 
 uint64_t NowNs() {
   timespec ts{};
@@ -127,6 +133,7 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
       if (!s.holding.load()) {
         s.charged_until_ns = now;
         s.idle_since_ns = 0;
+        s.fresh_lease.store(true, std::memory_order_relaxed);
         region_->ClearDemand(device, client_);
         s.holding.store(true, std::memory_order_release);
         FutexWakeAll(&wake_);
@@ -186,6 +193,41 @@ void ComputeShare::DrainAll(int device) {
   Retire(device, launched);
 }
 
+// Retires queued work until about kHandoverLeadNs of it is left (by the
+// measured time per launch). True if work is still queued: the caller hands
+// over early. With nobody to hand over to, drains everything.
+bool ComputeShare::DrainToLead(int device, uint64_t now) {
+  PerDevice& s = dev_[device];
+  if (s.avg_launch_ns <= 0 || region_->PickNext(device, client_, now) < 0) {
+    DrainAll(device);
+    return false;
+  }
+  auto left_ns = [&] {
+    return static_cast<double>(s.launched.load() - s.completed.load()) * s.avg_launch_ns;
+  };
+  while (left_ns() > kHandoverLeadNs && WaitMarker(device)) {
+  }
+  if (s.launched.load() == s.completed.load()) return false;
+  // No marker covers the rest: it started when the last one was retired.
+  double wait = std::min(left_ns() - kHandoverLeadNs, 2.0 * kQueueBoundNs);
+  if (wait > 0) {
+    timespec ts{0, static_cast<long>(wait)};
+    nanosleep(&ts, nullptr);
+  }
+  return true;
+}
+
+// After an early hand-over: waits for our tail without charging it (the next
+// holder's wall time covers it) so the queue bound starts from empty.
+void ComputeShare::FinishTail(int device) {
+  DrainAll(device);
+  PerDevice& s = dev_[device];
+  std::lock_guard<std::mutex> lock(join_mu_);
+  if (s.holding.load()) return;  // re-acquired meanwhile: that lease charges from its grant
+  s.last_seen_launched = s.launched.load();
+  s.busy = false;
+}
+
 void ComputeShare::GiveUp(int device, uint64_t now) {
   PerDevice& s = dev_[device];
   std::lock_guard<std::mutex> lock(join_mu_);
@@ -206,7 +248,7 @@ bool ComputeShare::Tick(int device, uint64_t now) {
     DrainAll(device);
     waited = true;
   }
-  if (s.must_yield.load()) DrainAll(device);
+  bool early = s.must_yield.load() && DrainToLead(device, now);
   now = NowNs();
   // Exclusive lease: an interval in which we had work queued at its start, or
   // launched any, ran only our work, so its wall time is our GPU time (queued
@@ -222,7 +264,8 @@ bool ComputeShare::Tick(int device, uint64_t now) {
   bool idle = !s.busy;
   s.idle_since_ns = idle ? (s.idle_since_ns != 0 ? s.idle_since_ns : now) : 0;
   if (s.must_yield.load()) {
-    GiveUp(device, now);  // drained above
+    GiveUp(device, now);  // drained above, or down to the lead
+    if (early) FinishTail(device);
     return true;
   }
   uint64_t idle_for = idle ? now - s.idle_since_ns : 0;
@@ -240,6 +283,10 @@ bool ComputeShare::Tick(int device, uint64_t now) {
 void ComputeShare::UpdateQueueBound(int device, uint64_t now) {
   PerDevice& s = dev_[device];
   uint64_t done = s.completed.load();
+  if (s.fresh_lease.exchange(false)) {  // time spent waiting for the lease is not per launch
+    s.rate_launches = done;
+    s.rate_since_ns = now;
+  }
   if (done > s.rate_launches + 8 && now > s.rate_since_ns) {
     double per = static_cast<double>(now - s.rate_since_ns) / static_cast<double>(done - s.rate_launches);
     s.avg_launch_ns = s.avg_launch_ns == 0 ? per : 0.7 * s.avg_launch_ns + 0.3 * per;

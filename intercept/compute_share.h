@@ -57,6 +57,7 @@ class ComputeShare {
   struct PerDevice {
     std::atomic<bool> holding{false};
     std::atomic<bool> must_yield{false};
+    std::atomic<bool> fresh_lease{false};  // set at acquisition: restart the rate window
     std::atomic<uint64_t> launched{0};
     std::atomic<uint64_t> completed{0};
     std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
@@ -91,6 +92,8 @@ class ComputeShare {
   bool WaitMarker(int device);
   void PlaceMarker(int device, CUstream stream);
   void DrainAll(int device);
+  bool DrainToLead(int device, uint64_t now);
+  void FinishTail(int device);
   void UpdateQueueBound(int device, uint64_t now);
   void GiveUp(int device, uint64_t now);
 
