@@ -27,6 +27,7 @@ bool IsLiveEvent(Event* e);
 void RegisterEvent(Event* e);
 void UnregisterEvent(Event* e);
 // Marks the event reached (runs on the stream worker).
-void EventReached(Event* e, uint64_t gen);
+// `at_ns`: when the device reached the record (on the stream's timeline).
+void EventReached(Event* e, uint64_t gen, uint64_t at_ns);
 
 }  // namespace vgpu::sim

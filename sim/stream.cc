@@ -268,7 +268,7 @@ void Stream::Execute(Op& op) {
       op.callback(reinterpret_cast<CUstream>(this), StickyError(ctx_), op.user);
       break;
     case OpKind::kEventRecord:
-      EventReached(op.event, op.event_gen);
+      EventReached(op.event, op.event_gen, ready_ns_);
       last_end_ns_ = ready_ns_;  // takes no device time
       return;
     case OpKind::kFreeAsync:
