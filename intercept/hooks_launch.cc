@@ -8,8 +8,10 @@
 
 namespace {
 
-// Every launch form passes the compute-share gate first (a no-op when the
-// policy is native).
+// Every launch form passes the compute-share gate (a no-op when the policy is
+// native) before the residency gate: a thread asleep waiting for its turn on
+// the device must not hold up a suspend, and a suspended process's idle lease
+// goes to the other tenants.
 inline void Govern(CUstream stream, bool per_thread) {
   vgpu::ComputeShare* cs = vgpu::ComputeShare::Get();
   if (cs == nullptr) return;
@@ -21,50 +23,50 @@ inline void Govern(CUstream stream, bool per_thread) {
 }  // namespace
 
 VGPU_HOOK(cuLaunchKernel) CUresult CUDAAPI vgpu_hook_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-  vgpu::residency::GateGuard gate;
   Govern(config != nullptr ? config->hStream : nullptr, false);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchKernelEx_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
-  vgpu::residency::GateGuard gate;
   Govern(config != nullptr ? config->hStream : nullptr, true);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, false);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
-  vgpu::residency::GateGuard gate;
   Govern(hStream, true);
+  vgpu::residency::GateGuard gate;
   return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
 }
 
