@@ -215,15 +215,16 @@ bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
   return false;
 }
 
-int64_t SchedRegion::MeanWeightedTokens(int device, uint64_t now) const {
-  int64_t sum = 0;
-  int n = 0;
+int64_t SchedRegion::TopWeightedTokens(int device, uint64_t now) const {
+  int64_t top = 0;
+  bool any = false;
   for (const auto& o : layout_->devices[device].groups) {
     if (static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed || !GroupActive(o, now)) continue;
-    sum += o.tokens_ns.load();
-    ++n;
+    int64_t t = o.tokens_ns.load();
+    top = any ? std::max(top, t) : t;
+    any = true;
   }
-  return n == 0 ? 0 : sum / n;
+  return top;
 }
 
 int64_t SchedRegion::BurstCap(double rate) const {
@@ -240,9 +241,10 @@ void SchedRegion::Refill(int device, uint64_t now) {
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
     if (policy != SchedPolicy::kFixed) {
       // Weighted buckets are credited by Charge, not by the clock. An idle one
-      // neither banks credit nor keeps debt: it sits level with the active
-      // ones (their mean), so a returning tenant neither waits nor hogs.
-      if (!GroupActive(g, now)) g.tokens_ns.store(MeanWeightedTokens(device, now));
+      // neither banks credit nor keeps debt: it sits level with the most-owed
+      // active one, so a returning tenant is next in line (it gets the device
+      // back within a minimum slice or two) without credit to hog it.
+      if (!GroupActive(g, now)) g.tokens_ns.store(TopWeightedTokens(device, now));
       continue;
     }
     // A cap refills at its share of wall time, whoever else is active.
@@ -322,6 +324,10 @@ bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {
   if (slice < tuning_.min_slice_ns) return false;
   int64_t lead = theirs.tokens_ns.load() - mine.tokens_ns.load();
   if (slice >= tuning_.max_slice_ns) return lead > 0;
+  // A waiter that is owed at least as much and has waited a minimum slice
+  // takes over: bounds how long a returning tenant waits for its share.
+  uint64_t since = layout_->clients[best].demand_since_ns[device].load();
+  if (lead >= 0 && since != 0 && now >= since + tuning_.min_slice_ns) return true;
   return lead > static_cast<int64_t>(tuning_.hysteresis_ns);
 }
 

@@ -92,12 +92,28 @@ TEST_F(SchedRegionTest, WaiterFarEnoughAheadTakesOverAfterTheMinimumSlice) {
   region_->SetDemand(0, a, now_);
   ASSERT_TRUE(region_->TryAcquire(0, a, now_));
   region_->ClearDemand(0, a);
-  region_->SetDemand(0, b, now_);
+  region_->SetDemand(0, b, now_ + 5 * kMs);
   GroupOf(b).tokens_ns.store(20 * kMs);
   EXPECT_FALSE(region_->ShouldYield(0, a, now_ + kMs)) << "minimum slice not over";
   EXPECT_TRUE(region_->ShouldYield(0, a, now_ + 11 * kMs));
   GroupOf(b).tokens_ns.store(5 * kMs);
-  EXPECT_FALSE(region_->ShouldYield(0, a, now_ + 11 * kMs)) << "within the hysteresis";
+  EXPECT_FALSE(region_->ShouldYield(0, a, now_ + 11 * kMs))
+      << "within the hysteresis, and b has not waited a minimum slice";
+}
+
+TEST_F(SchedRegionTest, WaiterOwedAsMuchTakesOverAfterWaitingAMinimumSlice) {
+  int a = Client("a", Weighted(1));
+  int b = Client("b", Weighted(1));
+  region_->SetDemand(0, a, now_);
+  ASSERT_TRUE(region_->TryAcquire(0, a, now_));
+  region_->ClearDemand(0, a);
+  GroupOf(a).tokens_ns.store(3 * kMs);
+  region_->SetDemand(0, b, now_ + 5 * kMs);
+  GroupOf(b).tokens_ns.store(3 * kMs);
+  EXPECT_FALSE(region_->ShouldYield(0, a, now_ + 11 * kMs)) << "b has waited only 6 ms";
+  EXPECT_TRUE(region_->ShouldYield(0, a, now_ + 16 * kMs)) << "b waited 11 ms and is owed as much";
+  GroupOf(b).tokens_ns.store(2 * kMs);
+  EXPECT_FALSE(region_->ShouldYield(0, a, now_ + 16 * kMs)) << "b is owed less: a keeps its turn";
 }
 
 TEST_F(SchedRegionTest, ReleaseHandsTheLeaseToTheBestWaiter) {
@@ -147,8 +163,8 @@ TEST_F(SchedRegionTest, IdleWeightedGroupReturnsLevelWithTheActiveOnes) {
   GroupOf(b).tokens_ns.store(-10 * static_cast<int64_t>(kMs));
   GroupOf(c).tokens_ns.store(-30 * static_cast<int64_t>(kMs));
   region_->Refill(0, now_ + 100 * kMs);
-  EXPECT_EQ(GroupOf(a).tokens_ns.load(), -20 * static_cast<int64_t>(kMs))
-      << "no debt or credit carried over an idle period: level with the active groups' mean";
+  EXPECT_EQ(GroupOf(a).tokens_ns.load(), -10 * static_cast<int64_t>(kMs))
+      << "no debt or credit carried over an idle period: level with the most-owed active group";
 }
 
 TEST_F(SchedRegionTest, WaitingGroupStaysActiveWithoutRecentDemandTimestamps) {
