@@ -10,6 +10,10 @@
 // (Release / Recreate) without the application noticing: that is what suspend,
 // checkpoint and restore build on (intercept/residency.*).
 //
+// The quota is charged with physical memory, like a real GPU's usage: a
+// chunk's whole size when it is created, returned when it is destroyed
+// (Accounting), so the device can never run out before the quota does.
+//
 // Every driver call goes through REAL_CALL. Thread-safe; the allocation path
 // takes one mutex.
 #pragma once
