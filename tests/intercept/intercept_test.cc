@@ -26,86 +26,13 @@
 #include <vector>
 
 #include "common/quota_ledger.h"
+#include "intercept_fixture.h"
 #include "intercept_test_util.h"
 
 namespace vgpu::itest {
 namespace {
 
-constexpr int kOutOfMemory = 2;        // CUDA_ERROR_OUT_OF_MEMORY
-constexpr int kNotInitialized = 3;     // CUDA_ERROR_NOT_INITIALIZED
-constexpr int kInvalidDevice = 101;    // CUDA_ERROR_INVALID_DEVICE
-constexpr int kNvmlNotFound = 6;       // NVML_ERROR_NOT_FOUND
-constexpr unsigned long long k64MiB = 64 * kMiB;
-
-std::atomic<int> g_counter{0};
-
-// How a client reaches the driver.
-struct PathParam {
-  const char* name;
-  const char* binary;
-  std::vector<std::string> options;
-};
-
-const PathParam kPaths[] = {
-    {"link", ITEST_CLIENT_LINKED, {"--path=link"}},
-    {"dlsym", ITEST_CLIENT, {"--path=dlsym"}},
-    {"procaddr13000", ITEST_CLIENT, {"--path=procaddr", "--version=13000"}},
-    {"procaddr12000", ITEST_CLIENT, {"--path=procaddr", "--version=12000"}},
-};
-
-class InterceptTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    id_ = "itest-" + std::to_string(getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
-    node_ = id_;
-    group_ = id_;
-  }
-  void TearDown() override {
-    for (const auto& n : nodes_) UnlinkSimNode(n);
-    UnlinkSimNode(node_);
-    for (const auto& g : groups_) UnlinkLedger(g);
-    UnlinkLedger(group_);
-    for (const auto& f : files_) unlink(f.c_str());
-  }
-
-  // Environment of a client: the simulated driver on the loader path, our
-  // node, libvgpu preloaded (or not), plus `extra`.
-  std::vector<std::string> Env(bool preload, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> e = {std::string("LD_LIBRARY_PATH=") + ITEST_SIM_DIR, "VGPU_SIM_NODE=" + node_};
-    if (preload) e.push_back(std::string("LD_PRELOAD=") + ITEST_LIBVGPU);
-    e.insert(e.end(), extra.begin(), extra.end());
-    return CleanEnv(e);
-  }
-  std::string GroupVar() const { return "VGPU_GROUP=" + group_; }
-
-  static std::vector<std::string> Argv(const PathParam& p, const std::vector<std::string>& ops) {
-    std::vector<std::string> a{p.binary};
-    a.insert(a.end(), p.options.begin(), p.options.end());
-    a.insert(a.end(), ops.begin(), ops.end());
-    return a;
-  }
-  RunResult Client(const PathParam& p, const std::vector<std::string>& ops, const std::vector<std::string>& env,
-             int timeout_ms = 30000) {
-    return RunToEnd(Argv(p, ops), env, timeout_ms);
-  }
-  std::string TempFile(const std::string& tag) {
-    std::string f = "/tmp/" + id_ + "-" + tag;
-    files_.push_back(f);
-    return f;
-  }
-
-  std::string id_, node_, group_;
-  std::vector<std::string> nodes_, groups_, files_;
-};
-
-class PathTest : public InterceptTest, public ::testing::WithParamInterface<PathParam> {};
-
-std::string ParamName(const ::testing::TestParamInfo<PathParam>& i) { return i.param.name; }
-void PrintTo(const PathParam& p, std::ostream* os) { *os << p.name; }
-
 INSTANTIATE_TEST_SUITE_P(Paths, PathTest, ::testing::ValuesIn(kPaths), ParamName);
-
-#define ASSERT_CLEAN_EXIT(run) ASSERT_TRUE((run).ExitedZero() && (run).out.Has("done")) << (run).Describe()
 
 // ---------------------------------------------------------------------------
 // The hook is reached through every path: with a 64 MiB quota a 65 MiB
@@ -262,31 +189,6 @@ TEST_P(PathTest, QuotaIsExactToTheByte) {
   RunResult r2 = Client(p, {"init", "ctx:0", "fill:64M:1000000", "free", "alloc:108865", "alloc:108864"}, env);
   ASSERT_CLEAN_EXIT(r2);
   EXPECT_EQ(r2.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"})) << r2.Describe();
-}
-
-// Under VGPU_VMM=on the quota is charged with the physical memory the job
-// holds, whole 2 MiB granules (docs/vmm.md): 3 MB pieces take 4 MiB each, so
-// 16 fit in 64 MiB; a 256-byte allocation shows a whole 2 MiB chunk as used,
-// and later small ones share it until it is full.
-TEST_P(PathTest, QuotaChargesWholeGranulesUnderVmm) {
-  const PathParam& p = GetParam();
-  auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", "VGPU_VMM=on"});
-  RunResult r = Client(p, {"init", "ctx:0", "fill:64M:3000000", "meminfo", "alloc:1"}, env);
-  ASSERT_CLEAN_EXIT(r);
-  EXPECT_EQ(r.out.Get("fill"), std::to_string(kOutOfMemory)) << r.Describe();
-  EXPECT_EQ(r.out.Int("fill_bytes"), 16 * 3000000LL);
-  EXPECT_EQ(r.out.Get("free"), "0");
-  EXPECT_EQ(r.out.Int("total"), static_cast<long long>(k64MiB));
-  EXPECT_EQ(r.out.Get("alloc"), std::to_string(kOutOfMemory)) << "a new chunk over the quota\n" << r.Describe();
-
-  RunResult r2 = Client(p, {"init", "ctx:0", "alloc:256", "meminfo", "alloc:256", "meminfo", "alloc:62M", "meminfo",
-                            "alloc:1", "alloc:1M"},
-                        env);
-  ASSERT_CLEAN_EXIT(r2);
-  EXPECT_EQ(r2.out.All("alloc"),
-            (std::vector<std::string>{"0", "0", "0", "0", std::to_string(kOutOfMemory)})) << r2.Describe();
-  EXPECT_EQ(r2.out.All("free"), (std::vector<std::string>{std::to_string(62 * kMiB), std::to_string(62 * kMiB),
-                                                          "0"})) << r2.Describe();
 }
 
 // ---------------------------------------------------------------------------
