@@ -30,14 +30,23 @@ CUresult CurrentWhere(Where* w) {
   return REAL_CALL(cuCtxGetCurrent, &w->ctx);
 }
 
-bool Reserve(int device, uint64_t bytes) {
+void LogRefusal(int device, uint64_t bytes) {
   QuotaLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr || bytes == 0) return true;
-  if (ledger->TryReserve(device, bytes)) return true;
+  if (ledger == nullptr) return;
   VGPU_LOG(kWarn, "out of device memory quota on device %d: quota %s, used %s, requested %s",
            Runtime::Get().devices().ToVirtual(device),
            FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
            FormatByteSize(bytes).c_str());
+}
+
+bool TryReserve(int device, uint64_t bytes) {
+  QuotaLedger* ledger = Runtime::Get().ledger();
+  return ledger == nullptr || bytes == 0 || ledger->TryReserve(device, bytes);
+}
+
+bool Reserve(int device, uint64_t bytes) {
+  if (TryReserve(device, bytes)) return true;
+  LogRefusal(device, bytes);
   return false;
 }
 
@@ -102,11 +111,18 @@ constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
 // Under VMM the ledger is charged with physical memory, by vmm::Manager: a
 // chunk's whole size (device granularity) when it is created, returned when
 // it is destroyed. A 256-byte cuMemAlloc thus shows a 2 MiB chunk as used,
-// as on a real GPU, and the quota bounds what the device really holds.
+// as on a real GPU, and the quota bounds what the device really holds. The
+// manager retries a refusal after emptying its cache of freed chunks, so only
+// the final refusal is logged (one log line per CUDA_ERROR_OUT_OF_MEMORY).
 void InstallVmmAccounting() {
   vmm::Accounting a;
-  a.reserve = [](int device, uint64_t bytes) { return Reserve(device, bytes); };
+  a.reserve = [](int device, uint64_t bytes) { return TryReserve(device, bytes); };
   a.release = [](int device, uint64_t bytes) { Unreserve(device, bytes); };
+  a.refused = [](int device, uint64_t bytes) { LogRefusal(device, bytes); };
+  a.limit = [](int device) -> uint64_t {
+    QuotaLedger* ledger = Runtime::Get().ledger();
+    return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
+  };
   vmm::Manager::Get().SetAccounting(a);
 }
 
@@ -431,9 +447,15 @@ VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDe
 
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
   VGPU_MEM_HOOK_BODY(
+      CUdevice d = 0;
+      // Freed chunks kept for reuse are given back first: the answer is then
+      // what the driver would say after the program's frees, and it is what
+      // the ledger holds.
+      if (vgpu::VmmOn() && REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS) {
+        vgpu::vmm::Manager::Get().TrimCache(d);
+      }
       CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
       vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
-      CUdevice d = 0;
       if (r != CUDA_SUCCESS || ledger == nullptr || REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS) return r;
       uint64_t limit = ledger->Limit(d);
       if (limit == vgpu::kUnlimited) return r;
