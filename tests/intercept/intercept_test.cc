@@ -63,7 +63,7 @@ TEST_P(PathTest, HookIsReachedAndQuotaApplies) {
 
 // Every allocation path counts, exactly, and returns what it took: X takes
 // 40 MiB (free shows 24 MiB), a 30 MiB cuMemAlloc beside it fails, the
-// matching free gives all 64 MiB back.
+// matching free gives all 64 MiB back. In both VGPU_VMM modes.
 TEST_P(PathTest, EveryAllocationPathCounts) {
   const PathParam& p = GetParam();
   struct Kind {
@@ -81,23 +81,25 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
       {"cuArrayCreate", {"array:40960:1024"}, {"arrdestroy"}},
       {"cuArray3DCreate", {"array3d:4096:1024:10"}, {"arrdestroy"}},
   };
-  for (const Kind& k : kinds) {
-    SCOPED_TRACE(k.name);
-    std::vector<std::string> ops = {"init", "ctx:0"};
-    ops.insert(ops.end(), k.take.begin(), k.take.end());
-    ops.insert(ops.end(), {"meminfo", "alloc:30M"});
-    ops.insert(ops.end(), k.give.begin(), k.give.end());
-    ops.insert(ops.end(), {"meminfo", "alloc:60M", "free"});
-    RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
-    ASSERT_CLEAN_EXIT(r);
-    const std::string op = k.take[0].substr(0, k.take[0].find(':'));
-    ASSERT_EQ(r.out.Get(op), "0") << r.Describe();
-    EXPECT_EQ(r.out.All("free"), (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
-        << r.Describe();
-    std::vector<std::string> allocs{std::to_string(kOutOfMemory), "0"};
-    if (op == "alloc") allocs.insert(allocs.begin(), "0");
-    EXPECT_EQ(r.out.All("alloc"), allocs) << r.Describe();
-    for (const std::string& g : k.give) EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
+  for (const char* vmm : {"on", "off"}) {
+    for (const Kind& k : kinds) {
+      SCOPED_TRACE(std::string(k.name) + ", VGPU_VMM=" + vmm);
+      std::vector<std::string> ops = {"init", "ctx:0"};
+      ops.insert(ops.end(), k.take.begin(), k.take.end());
+      ops.insert(ops.end(), {"meminfo", "alloc:30M"});
+      ops.insert(ops.end(), k.give.begin(), k.give.end());
+      ops.insert(ops.end(), {"meminfo", "alloc:60M", "free"});
+      RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm}));
+      ASSERT_CLEAN_EXIT(r);
+      const std::string op = k.take[0].substr(0, k.take[0].find(':'));
+      ASSERT_EQ(r.out.Get(op), "0") << r.Describe();
+      EXPECT_EQ(r.out.All("free"), (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
+          << r.Describe();
+      std::vector<std::string> allocs{std::to_string(kOutOfMemory), "0"};
+      if (op == "alloc") allocs.insert(allocs.begin(), "0");
+      EXPECT_EQ(r.out.All("alloc"), allocs) << r.Describe();
+      for (const std::string& g : k.give) EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
+    }
   }
 }
 
@@ -148,28 +150,32 @@ TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
 // ---------------------------------------------------------------------------
 // Freed memory returns: 1000 alloc/free pairs of 48 MiB never leak quota;
 // destroying a context or resetting the primary context returns its memory.
+// In both VGPU_VMM modes.
 TEST_P(PathTest, FreedMemoryReturns) {
   const PathParam& p = GetParam();
-  auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"});
-  RunResult loop = Client(p, {"init", "ctx:0", "loop:1000:48M", "meminfo"}, env);
-  ASSERT_CLEAN_EXIT(loop);
-  EXPECT_EQ(loop.out.Get("loop"), "0") << loop.Describe();
-  EXPECT_EQ(loop.out.Int("free"), static_cast<long long>(k64MiB));
+  for (const char* vmm : {"on", "off"}) {
+    SCOPED_TRACE(std::string("VGPU_VMM=") + vmm);
+    auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm});
+    RunResult loop = Client(p, {"init", "ctx:0", "loop:1000:48M", "meminfo"}, env);
+    ASSERT_CLEAN_EXIT(loop);
+    EXPECT_EQ(loop.out.Get("loop"), "0") << loop.Describe();
+    EXPECT_EQ(loop.out.Int("free"), static_cast<long long>(k64MiB));
 
-  RunResult ctx = Client(p, {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy", "ctx:0", "meminfo",
-                       "alloc:60M"},
-                   env);
-  ASSERT_CLEAN_EXIT(ctx);
-  EXPECT_EQ(ctx.out.Get("ctxdestroy"), "0");
-  EXPECT_EQ(ctx.out.All("free"), (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
-      << ctx.Describe();
-  EXPECT_EQ(ctx.out.All("alloc"), (std::vector<std::string>{"0", "0", "0"})) << ctx.Describe();
+    RunResult ctx = Client(p, {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy", "ctx:0", "meminfo",
+                         "alloc:60M"},
+                     env);
+    ASSERT_CLEAN_EXIT(ctx);
+    EXPECT_EQ(ctx.out.Get("ctxdestroy"), "0");
+    EXPECT_EQ(ctx.out.All("free"), (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
+        << ctx.Describe();
+    EXPECT_EQ(ctx.out.All("alloc"), (std::vector<std::string>{"0", "0", "0"})) << ctx.Describe();
 
-  RunResult reset = Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
-  ASSERT_CLEAN_EXIT(reset);
-  EXPECT_EQ(reset.out.Get("reset"), "0");
-  EXPECT_EQ(reset.out.Int("free"), static_cast<long long>(k64MiB)) << reset.Describe();
-  EXPECT_EQ(reset.out.All("alloc"), (std::vector<std::string>{"0", "0"})) << reset.Describe();
+    RunResult reset = Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
+    ASSERT_CLEAN_EXIT(reset);
+    EXPECT_EQ(reset.out.Get("reset"), "0");
+    EXPECT_EQ(reset.out.Int("free"), static_cast<long long>(k64MiB)) << reset.Describe();
+    EXPECT_EQ(reset.out.All("alloc"), (std::vector<std::string>{"0", "0"})) << reset.Describe();
+  }
 }
 
 // The quota is exact on the driver's allocator (VGPU_VMM=off): 64 MiB in
@@ -380,8 +386,9 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
 // page-multiple sizes against one group quota of 64 MiB, on a simulated node
 // whose single device has exactly 64 MiB.
 //
-// Why this can fail if the quota is ever overshot: the sim charges exactly
-// the page-rounded size and libvgpu charges the requested size, equal here;
+// Why this can fail if the quota is ever overshot: with VGPU_VMM=off the sim
+// charges exactly the page-rounded size and libvgpu charges the requested
+// size, equal here; with VGPU_VMM=on (the default) both charge whole chunks.
 // libvgpu reserves before it calls the driver and releases after the driver
 // freed, so at every instant the sim's usage <= the group's reservations. If
 // libvgpu ever let the group's reservations exceed 64 MiB, the allocation
@@ -391,13 +398,18 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
 // CUDA_ERROR_OUT_OF_MEMORY a client sees must match one such log line; an
 // OOM without its log line is an overshoot caught by the sim. A watcher
 // without libvgpu samples the node through NVML meanwhile, to show that the
-// race really ran at the limit.
-TEST_F(InterceptTest, RaceNeverOvershoots) {
+// race really ran at the limit. Run once per VGPU_VMM mode.
+class RaceTest : public InterceptTest, public ::testing::WithParamInterface<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Vmm, RaceTest, ::testing::Values("on", "off"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST_P(RaceTest, RaceNeverOvershoots) {
   const std::string log = TempFile("race.log");
   constexpr int kProcs = 8;
   const PathParam& p = kPaths[2];
   auto env = Env(true, {"VGPU_SIM_DEVICES=1x64MiB", "VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(),
-                        "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn"});
+                        "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn", std::string("VGPU_VMM=") + GetParam()});
   // The node must exist with its size before the watcher attaches.
   RunResult boot = Client(p, {"init", "ctx:0"}, Env(false, {"VGPU_SIM_DEVICES=1x64MiB"}));
   ASSERT_CLEAN_EXIT(boot);
