@@ -34,6 +34,19 @@ bool TakeFirstFit(std::map<size_t, size_t>* fl, size_t len, size_t align, size_t
   return false;
 }
 
+// First fit of `size` bytes of address space; false if nothing fits.
+bool TakeVa(std::map<CUdeviceptr, size_t>* free_va, size_t size, CUdeviceptr* va) {
+  for (auto it = free_va->begin(); it != free_va->end(); ++it) {
+    if (it->second < size) continue;
+    *va = it->first;
+    size_t rest = it->second - size;
+    free_va->erase(it);
+    if (rest > 0) (*free_va)[*va + size] = rest;
+    return true;
+  }
+  return false;
+}
+
 template <typename K>
 void GiveBack(std::map<K, size_t>* fl, K off, size_t len) {
   auto [it, ok] = fl->emplace(off, len);
@@ -136,18 +149,6 @@ void Manager::UnmapChunk(Chunk* c) {
   if (c->handle != 0) REAL_CALL(cuMemRelease, c->handle);
   c->handle = 0;
   c->mapped = false;
-}
-
-bool TakeVa(std::map<CUdeviceptr, size_t>* free_va, size_t size, CUdeviceptr* va) {
-  for (auto it = free_va->begin(); it != free_va->end(); ++it) {
-    if (it->second < size) continue;
-    *va = it->first;
-    size_t rest = it->second - size;
-    free_va->erase(it);
-    if (rest > 0) (*free_va)[*va + size] = rest;
-    return true;
-  }
-  return false;
 }
 
 CUresult Manager::CreateChunk(Space* s, int device, size_t size, std::unique_ptr<Chunk>* out) {
