@@ -123,6 +123,12 @@ void InstallVmmAccounting() {
     QuotaLedger* ledger = Runtime::Get().ledger();
     return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
   };
+  a.available = [](int device) -> uint64_t {
+    QuotaLedger* ledger = Runtime::Get().ledger();
+    if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
+    uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
+    return used >= limit ? 0 : limit - used;
+  };
   vmm::Manager::Get().SetAccounting(a);
 }
 

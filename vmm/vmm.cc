@@ -222,6 +222,12 @@ uint64_t Manager::CacheLimit(const Space& s, int device) const {
   return limit;
 }
 
+bool Manager::QuotaHasHeadroom(int device) const {
+  if (accounting_.limit == nullptr || accounting_.available == nullptr) return true;
+  uint64_t quota = accounting_.limit(device);
+  return quota == UINT64_MAX || accounting_.available(device) >= quota / kCacheHeadroom;
+}
+
 void Manager::Retire(Chunk* c, bool may_cache) {
   auto node = chunks_.extract(c->va);
   std::unique_ptr<Chunk> owned = std::move(node.mapped());
@@ -229,7 +235,7 @@ void Manager::Retire(Chunk* c, bool may_cache) {
   if (may_cache && c->mapped && sit != spaces_.end()) {
     Space& s = sit->second;
     uint64_t limit = CacheLimit(s, c->device);
-    if (c->size <= limit) {
+    if (c->size <= limit && QuotaHasHeadroom(c->device)) {
       // Oldest out first until the newcomer fits both bounds.
       while (!s.cache.empty() &&
              (s.cache.size() >= kCacheMaxChunks || s.cached_bytes + c->size > limit)) {

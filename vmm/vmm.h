@@ -71,9 +71,12 @@ struct Chunk {
 // and kCacheMaxBytes bytes, and at most 1/kCacheShare of the device's memory
 // and of its quota, so that what a process keeps for itself stays small next
 // to what the other members of its group (who cannot evict it) may ask for.
+// And nothing is cached while the group has less than 1/kCacheHeadroom of its
+// quota unused: near the quota, freed memory goes back at once.
 inline constexpr size_t kCacheMaxChunks = 8;
 inline constexpr uint64_t kCacheMaxBytes = 256ull << 20;
 inline constexpr uint64_t kCacheShare = 16;
+inline constexpr uint64_t kCacheHeadroom = 4;
 
 // The quota: physical memory is charged when a chunk is created and returned
 // when it is destroyed (suspend keeps the charge: the job still owns it; so
@@ -84,7 +87,8 @@ struct Accounting {
   bool (*reserve)(int device, uint64_t bytes) = nullptr;
   void (*release)(int device, uint64_t bytes) = nullptr;
   void (*refused)(int device, uint64_t bytes) = nullptr;
-  uint64_t (*limit)(int device) = nullptr;  // the quota; UINT64_MAX if none
+  uint64_t (*limit)(int device) = nullptr;      // the quota; UINT64_MAX if none
+  uint64_t (*available)(int device) = nullptr;  // unused quota; UINT64_MAX if none
 };
 
 class Manager {
@@ -161,6 +165,8 @@ class Manager {
   std::unique_ptr<Chunk> TakeCached(Space* s, size_t size);
   void EvictLocked(Space* s);
   uint64_t CacheLimit(const Space& s, int device) const;
+  // False while the group has less than 1/kCacheHeadroom of its quota unused.
+  bool QuotaHasHeadroom(int device) const;
   // Creates physical memory for c and maps it at c->va.
   CUresult MapChunk(Chunk* c);
   // Maps c->handle at c->va with read-write access for its device.

@@ -64,6 +64,10 @@ Accounting TestAccounting() {
   a.release = [](int, uint64_t bytes) { g_charged -= bytes; };
   a.refused = [](int, uint64_t) { ++g_refusals; };
   a.limit = [](int) { return g_limit; };
+  a.available = [](int) -> uint64_t {
+    if (g_limit == UINT64_MAX) return UINT64_MAX;
+    return g_charged >= g_limit ? 0 : g_limit - g_charged;
+  };
   return a;
 }
 
@@ -172,6 +176,18 @@ TEST_F(VmmManagerTest, CacheIsBoundedInChunks) {
   EXPECT_EQ(g_charged, (kCacheMaxChunks + 2) * 2 * kMiB);
   for (CUdeviceptr p : ps) Free(p);
   EXPECT_EQ(g_charged, kCacheMaxChunks * 2 * kMiB);
+}
+
+TEST_F(VmmManagerTest, NothingIsCachedNearTheQuota) {
+  g_limit = 64 * kMiB;  // nothing cached with less than 16 MiB unused
+  CUdeviceptr big = Alloc(46 * kMiB);
+  CUdeviceptr a = Alloc(4 * kMiB);
+  Free(a);  // 14 MiB unused: released
+  EXPECT_EQ(g_charged, 46 * kMiB);
+  Free(big);
+  a = Alloc(4 * kMiB);
+  Free(a);  // 60 MiB unused: cached
+  EXPECT_EQ(g_charged, 4 * kMiB);
 }
 
 TEST_F(VmmManagerTest, QuotaRefusalEvictsTheCacheFirst) {
