@@ -104,8 +104,9 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   if (v < 0 || ledger == nullptr) return false;
   int p = View().physical[static_cast<size_t>(v)];
   // As in cuMemGetInfo: this process's cached freed chunks are given back
-  // first, so that its own view matches what it holds.
-  vmm::Manager::Get().TrimCache(p);
+  // first, so that its own view matches what it holds. NVML calls are not
+  // gated: never wait here for a suspend in progress.
+  vmm::Manager::Get().TryTrimCache(p);
   uint64_t limit = ledger->Limit(p);
   if (limit == kUnlimited) return false;
   uint64_t u = ledger->Used(p);

@@ -275,11 +275,20 @@ void Manager::EvictLocked(Space* s) {
   s->cached_bytes = 0;
 }
 
-void Manager::TrimCache(int device) {
-  std::lock_guard<std::mutex> lock(mu_);
+void Manager::TrimLocked(int device) {
   for (auto& [d, s] : spaces_) {
     if (device < 0 || d == device) EvictLocked(&s);
   }
+}
+
+void Manager::TrimCache(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrimLocked(device);
+}
+
+void Manager::TryTrimCache(int device) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (lock.owns_lock()) TrimLocked(device);
 }
 
 CUresult Manager::Alloc(int device, CUcontext ctx, size_t bytes, CUmemoryPool pool,
@@ -434,7 +443,7 @@ CUresult Manager::ReleaseAll(bool keep_host,
                              const std::function<void(uint64_t, uint64_t)>& progress) {
   std::lock_guard<std::mutex> lock(mu_);
   // Cached chunks hold no data: give them back rather than copy them.
-  for (auto& [d, s] : spaces_) EvictLocked(&s);
+  TrimLocked(-1);
   uint64_t total = 0, done = 0;
   for (const auto& [va, c] : chunks_) total += c->mapped ? c->size : 0;
   if (keep_host) {

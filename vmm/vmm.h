@@ -110,8 +110,11 @@ class Manager {
   // cached chunks it freed last.
   void FreeContext(CUcontext ctx);
   // Destroys the cached chunks of physical device `device` (every device if
-  // negative), returning their charge.
+  // negative), returning their charge. TryTrimCache does nothing if the
+  // manager is busy (an allocation, or a suspend copying memory out) rather
+  // than wait: for callers that must not block, like NVML queries.
   void TrimCache(int device);
+  void TryTrimCache(int device);
 
   // --- residency (callers hold the quiesce gate exclusively) ---
   std::vector<AllocationInfo> Allocations();  // sorted by VA
@@ -164,6 +167,7 @@ class Manager {
   void Retire(Chunk* c, bool may_cache);
   std::unique_ptr<Chunk> TakeCached(Space* s, size_t size);
   void EvictLocked(Space* s);
+  void TrimLocked(int device);  // every device if negative
   uint64_t CacheLimit(const Space& s, int device) const;
   // False while the group has less than 1/kCacheHeadroom of its quota unused.
   bool QuotaHasHeadroom(int device) const;
