@@ -426,9 +426,10 @@ constexpr OptionSpec kOptions[] = {
      false,
      ParseSchedRegion,
      nullptr},
-    {{"VGPU_VMM", "", "", "off",
+    {{"VGPU_VMM", "", "", "on",
       "on: device allocations live at stable VMM-backed addresses, so the process can be "
-      "suspended, checkpointed and restored; off: the driver's own allocator."},
+      "suspended, checkpointed and restored; off: the driver's own allocator (a complete "
+      "pass-through when no other option is set)."},
      Kind::kScalar,
      false,
      ParseVmm,

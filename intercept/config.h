@@ -51,7 +51,7 @@ struct Config {
   bool high_priority = false;           // VGPU_PRIORITY=high
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
-  bool vmm = false;          // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
+  bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
   // The policy in force: explicit, else fixed with a share, weighted with a
   // weight or high priority, else native (memory isolation only).
   ComputePolicy EffectivePolicy() const;

@@ -30,14 +30,23 @@ CUresult CurrentWhere(Where* w) {
   return REAL_CALL(cuCtxGetCurrent, &w->ctx);
 }
 
-bool Reserve(int device, uint64_t bytes) {
+void LogRefusal(int device, uint64_t bytes) {
   QuotaLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr || bytes == 0) return true;
-  if (ledger->TryReserve(device, bytes)) return true;
+  if (ledger == nullptr) return;
   VGPU_LOG(kWarn, "out of device memory quota on device %d: quota %s, used %s, requested %s",
            Runtime::Get().devices().ToVirtual(device),
            FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
            FormatByteSize(bytes).c_str());
+}
+
+bool TryReserve(int device, uint64_t bytes) {
+  QuotaLedger* ledger = Runtime::Get().ledger();
+  return ledger == nullptr || bytes == 0 || ledger->TryReserve(device, bytes);
+}
+
+bool Reserve(int device, uint64_t bytes) {
+  if (TryReserve(device, bytes)) return true;
+  LogRefusal(device, bytes);
   return false;
 }
 
@@ -99,34 +108,45 @@ bool VmmOn() { return Runtime::Get().config().vmm; }
 
 constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
 
-// A VMM-backed allocation of `bytes` on the current context, charged first
-// (the requested bytes, exactly as on the driver path).
-CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, uint64_t charge) {
+// Under VMM the ledger is charged with physical memory, by vmm::Manager: a
+// chunk's whole size (device granularity) when it is created, returned when
+// it is destroyed. A 256-byte cuMemAlloc thus shows a 2 MiB chunk as used,
+// as on a real GPU, and the quota bounds what the device really holds. The
+// manager retries a refusal after emptying its cache of freed chunks, so only
+// the final refusal is logged (one log line per CUDA_ERROR_OUT_OF_MEMORY).
+void InstallVmmAccounting() {
+  vmm::Accounting a;
+  a.reserve = [](int device, uint64_t bytes) { return TryReserve(device, bytes); };
+  a.release = [](int device, uint64_t bytes) { Unreserve(device, bytes); };
+  a.refused = [](int device, uint64_t bytes) { LogRefusal(device, bytes); };
+  a.limit = [](int device) -> uint64_t {
+    QuotaLedger* ledger = Runtime::Get().ledger();
+    return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
+  };
+  a.available = [](int device) -> uint64_t {
+    QuotaLedger* ledger = Runtime::Get().ledger();
+    if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
+    uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
+    return used >= limit ? 0 : limit - used;
+  };
+  vmm::Manager::Get().SetAccounting(a);
+}
+
+// A VMM-backed allocation of `bytes` on the current context; vmm::Manager
+// charges the chunks it creates.
+CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
+  static const bool kAccounting = (InstallVmmAccounting(), true);
+  (void)kAccounting;
   Where w;
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   residency::NoteContext(w.ctx);
-  return Charged(ChargeKind::kPointer, w, charge, [&](uint64_t* key) {
-    CUresult r = vmm::Manager::Get().Alloc(w.device, w.ctx, bytes, pool, dptr);
-    *key = *dptr;
-    return r;
-  });
+  return vmm::Manager::Get().Alloc(w.device, w.ctx, bytes, pool, dptr);
 }
 
-// Frees a VMM allocation and returns its charge. The charge is taken out of
-// the tracker before the VA can be handed out again, so that a concurrent
-// allocation at the same VA never mixes the two up.
-CUresult VmmFreeNow(CUdeviceptr dptr) {
-  Charge c;
-  bool charged = Runtime::Get().allocations().Take(ChargeKind::kPointer, dptr, &c);
-  CUresult r = vmm::Manager::Get().Free(dptr, nullptr);
-  if (r != CUDA_SUCCESS) {
-    if (charged) Runtime::Get().allocations().Add(ChargeKind::kPointer, dptr, c);
-    return r;
-  }
-  if (charged) Unreserve(c.device, c.bytes);
-  return r;
-}
+// Frees a VMM allocation; vmm::Manager returns the charge of a chunk it
+// destroys.
+CUresult VmmFreeNow(CUdeviceptr dptr) { return vmm::Manager::Get().Free(dptr, nullptr); }
 
 // Frees a VMM-backed allocation after the work queued before it (like
 // cuMemFree, which synchronizes). False if dptr is not one of ours.
@@ -228,7 +248,7 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
     if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
     CUmemoryPool p = pool;
     if (p == nullptr) REAL_CALL(cuDeviceGetMemPool, &p, w.device);
-    return VmmAlloc(dptr, bytes, p, bytes);
+    return VmmAlloc(dptr, bytes, p);
   }
   return AllocOnCurrent(ChargeKind::kPointer, bytes, [&](uint64_t* key) {
     CUresult r = pool == nullptr
@@ -260,7 +280,7 @@ using vgpu::ChargeKind;
 VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   VGPU_MEM_HOOK_BODY(
       if (dptr == nullptr) return REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
-      if (vgpu::VmmOn()) return vgpu::VmmAlloc(dptr, bytesize, nullptr, bytesize);
+      if (vgpu::VmmOn()) return vgpu::VmmAlloc(dptr, bytesize, nullptr);
       return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
         return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
           CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
@@ -278,7 +298,7 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
         if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) return CUDA_ERROR_INVALID_VALUE;
         size_t pitch = (WidthInBytes + vgpu::kPitchAlignment - 1) / vgpu::kPitchAlignment * vgpu::kPitchAlignment;
         if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
-        CUresult r = vgpu::VmmAlloc(dptr, pitch * Height, nullptr, pitch * Height);
+        CUresult r = vgpu::VmmAlloc(dptr, pitch * Height, nullptr);
         if (r == CUDA_SUCCESS) *pPitch = pitch;
         return r;
       }
@@ -433,9 +453,15 @@ VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDe
 
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
   VGPU_MEM_HOOK_BODY(
+      CUdevice d = 0;
+      // Freed chunks kept for reuse are given back first: the answer is then
+      // what the driver would say after the program's frees, and it is what
+      // the ledger holds.
+      if (vgpu::VmmOn() && REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS) {
+        vgpu::vmm::Manager::Get().TrimCache(d);
+      }
       CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
       vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
-      CUdevice d = 0;
       if (r != CUDA_SUCCESS || ledger == nullptr || REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS) return r;
       uint64_t limit = ledger->Limit(d);
       if (limit == vgpu::kUnlimited) return r;

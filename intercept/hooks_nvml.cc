@@ -11,6 +11,7 @@
 #include "intercept/hooks.h"
 #include "intercept/real_driver.h"
 #include "intercept/runtime.h"
+#include "vmm/vmm.h"
 
 namespace vgpu {
 namespace {
@@ -102,6 +103,10 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   QuotaLedger* ledger = Ledger();
   if (v < 0 || ledger == nullptr) return false;
   int p = View().physical[static_cast<size_t>(v)];
+  // As in cuMemGetInfo: this process's cached freed chunks are given back
+  // first, so that its own view matches what it holds. NVML calls are not
+  // gated: never wait here for a suspend in progress.
+  vmm::Manager::Get().TryTrimCache(p);
   uint64_t limit = ledger->Limit(p);
   if (limit == kUnlimited) return false;
   uint64_t u = ledger->Used(p);

@@ -34,6 +34,19 @@ bool TakeFirstFit(std::map<size_t, size_t>* fl, size_t len, size_t align, size_t
   return false;
 }
 
+// First fit of `size` bytes of address space; false if nothing fits.
+bool TakeVa(std::map<CUdeviceptr, size_t>* free_va, size_t size, CUdeviceptr* va) {
+  for (auto it = free_va->begin(); it != free_va->end(); ++it) {
+    if (it->second < size) continue;
+    *va = it->first;
+    size_t rest = it->second - size;
+    free_va->erase(it);
+    if (rest > 0) (*free_va)[*va + size] = rest;
+    return true;
+  }
+  return false;
+}
+
 template <typename K>
 void GiveBack(std::map<K, size_t>* fl, K off, size_t len) {
   auto [it, ok] = fl->emplace(off, len);
@@ -96,6 +109,7 @@ CUresult Manager::SpaceFor(int device, Space** out) {
   s.base = base;
   s.size = size;
   s.granularity = gran;
+  s.total = total;
   s.free_va[base] = size;
   *out = &s;
   return CUDA_SUCCESS;
@@ -105,8 +119,17 @@ CUresult Manager::MapChunk(Chunk* c) {
   CUmemAllocationProp prop = PropFor(c->device);
   CUmemGenericAllocationHandle h = 0;
   if (CUresult r = REAL_CALL(cuMemCreate, &h, c->size, &prop, 0); r != CUDA_SUCCESS) return r;
-  if (CUresult r = REAL_CALL(cuMemMap, c->va, c->size, 0, h, 0); r != CUDA_SUCCESS) {
+  c->handle = h;
+  if (CUresult r = MapHandle(c); r != CUDA_SUCCESS) {
     REAL_CALL(cuMemRelease, h);
+    c->handle = 0;
+    return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Manager::MapHandle(Chunk* c) {
+  if (CUresult r = REAL_CALL(cuMemMap, c->va, c->size, 0, c->handle, 0); r != CUDA_SUCCESS) {
     return r;
   }
   CUmemAccessDesc access{};
@@ -115,63 +138,157 @@ CUresult Manager::MapChunk(Chunk* c) {
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   if (CUresult r = REAL_CALL(cuMemSetAccess, c->va, c->size, &access, 1); r != CUDA_SUCCESS) {
     REAL_CALL(cuMemUnmap, c->va, c->size);
-    REAL_CALL(cuMemRelease, h);
     return r;
   }
-  c->handle = h;
   c->mapped = true;
   return CUDA_SUCCESS;
 }
 
 void Manager::UnmapChunk(Chunk* c) {
-  if (!c->mapped) return;
-  REAL_CALL(cuMemUnmap, c->va, c->size);
-  REAL_CALL(cuMemRelease, c->handle);
+  if (c->mapped) REAL_CALL(cuMemUnmap, c->va, c->size);
+  if (c->handle != 0) REAL_CALL(cuMemRelease, c->handle);
   c->handle = 0;
   c->mapped = false;
 }
 
-CUresult Manager::NewChunk(Space* s, int device, CUcontext ctx, size_t size, bool small,
-                           Chunk** out) {
+CUresult Manager::CreateChunk(Space* s, int device, size_t size, std::unique_ptr<Chunk>* out) {
+  // Each step that runs out first empties this device's cache and tries again:
+  // a cached chunk must never make an allocation fail.
   CUdeviceptr va = 0;
-  bool found = false;
-  for (auto it = s->free_va.begin(); it != s->free_va.end(); ++it) {
-    if (it->second < size) continue;
-    va = it->first;
-    size_t rest = it->second - size;
-    s->free_va.erase(it);
-    if (rest > 0) s->free_va[va + size] = rest;
-    found = true;
-    break;
+  if (!TakeVa(&s->free_va, size, &va)) {
+    EvictLocked(s);
+    if (!TakeVa(&s->free_va, size, &va)) return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  if (!found) return CUDA_ERROR_OUT_OF_MEMORY;
   if (accounting_.reserve != nullptr && !accounting_.reserve(device, size)) {
-    GiveBack(&s->free_va, va, size);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    bool retried = !s->cache.empty();
+    EvictLocked(s);
+    if (!retried || !accounting_.reserve(device, size)) {
+      if (accounting_.refused != nullptr) accounting_.refused(device, size);
+      GiveBack(&s->free_va, va, size);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
   }
   auto c = std::make_unique<Chunk>();
   c->va = va;
   c->size = size;
   c->device = device;
-  c->ctx = ctx;
-  c->small = small;
-  if (CUresult r = MapChunk(c.get()); r != CUDA_SUCCESS) {
+  CUresult r = MapChunk(c.get());
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && !s->cache.empty()) {
+    EvictLocked(s);
+    r = MapChunk(c.get());
+  }
+  if (r != CUDA_SUCCESS) {
     GiveBack(&s->free_va, va, size);
     if (accounting_.release != nullptr) accounting_.release(device, size);
     return r;
   }
-  if (small) c->free_list[0] = size;
-  *out = c.get();
-  chunks_[va] = std::move(c);
+  *out = std::move(c);
   return CUDA_SUCCESS;
 }
 
-void Manager::DestroyChunk(Chunk* c) {
+CUresult Manager::NewChunk(Space* s, int device, CUcontext ctx, size_t size, bool small,
+                           Chunk** out) {
+  std::unique_ptr<Chunk> c = TakeCached(s, size);
+  if (c != nullptr && MapHandle(c.get()) != CUDA_SUCCESS) {
+    ReleaseChunk(c.get());
+    c.reset();
+  }
+  if (c == nullptr) {
+    if (CUresult r = CreateChunk(s, device, size, &c); r != CUDA_SUCCESS) return r;
+  }
+  c->ctx = ctx;
+  c->small = small;
+  c->live = 0;
+  c->free_list.clear();
+  if (small) c->free_list[0] = size;
+  *out = c.get();
+  chunks_[c->va] = std::move(c);
+  return CUDA_SUCCESS;
+}
+
+void Manager::ReleaseChunk(Chunk* c) {
   UnmapChunk(c);
   if (accounting_.release != nullptr) accounting_.release(c->device, c->size);
   auto sit = spaces_.find(c->device);
   if (sit != spaces_.end()) GiveBack(&sit->second.free_va, c->va, c->size);
-  chunks_.erase(c->va);
+}
+
+uint64_t Manager::CacheLimit(const Space& s, int device) const {
+  uint64_t limit = std::min<uint64_t>(kCacheMaxBytes, s.total / kCacheShare);
+  if (accounting_.limit != nullptr) {
+    uint64_t quota = accounting_.limit(device);
+    if (quota != UINT64_MAX) limit = std::min(limit, quota / kCacheShare);
+  }
+  return limit;
+}
+
+bool Manager::QuotaHasHeadroom(int device) const {
+  if (accounting_.limit == nullptr || accounting_.available == nullptr) return true;
+  uint64_t quota = accounting_.limit(device);
+  return quota == UINT64_MAX || accounting_.available(device) >= quota / kCacheHeadroom;
+}
+
+void Manager::Retire(Chunk* c, bool may_cache) {
+  auto node = chunks_.extract(c->va);
+  std::unique_ptr<Chunk> owned = std::move(node.mapped());
+  auto sit = spaces_.find(c->device);
+  if (may_cache && c->mapped && sit != spaces_.end()) {
+    Space& s = sit->second;
+    uint64_t limit = CacheLimit(s, c->device);
+    if (c->size <= limit && QuotaHasHeadroom(c->device)) {
+      // Oldest out first until the newcomer fits both bounds.
+      while (!s.cache.empty() &&
+             (s.cache.size() >= kCacheMaxChunks || s.cached_bytes + c->size > limit)) {
+        std::unique_ptr<Chunk> old = std::move(s.cache.front());
+        s.cache.erase(s.cache.begin());
+        s.cached_bytes -= old->size;
+        ReleaseChunk(old.get());
+      }
+      // Unmapped, so that a use after free faults as it would without the
+      // cache; the physical memory (and its charge) is kept.
+      if (REAL_CALL(cuMemUnmap, c->va, c->size) == CUDA_SUCCESS) {
+        c->mapped = false;
+        c->free_list.clear();
+        s.cached_bytes += c->size;
+        s.cache.push_back(std::move(owned));
+        return;
+      }
+    }
+  }
+  ReleaseChunk(c);
+}
+
+std::unique_ptr<Chunk> Manager::TakeCached(Space* s, size_t size) {
+  for (size_t i = s->cache.size(); i-- > 0;) {  // newest first
+    if (s->cache[i]->size != size) continue;
+    std::unique_ptr<Chunk> c = std::move(s->cache[i]);
+    s->cache.erase(s->cache.begin() + static_cast<std::ptrdiff_t>(i));
+    s->cached_bytes -= c->size;
+    return c;
+  }
+  return nullptr;
+}
+
+void Manager::EvictLocked(Space* s) {
+  for (auto& c : s->cache) ReleaseChunk(c.get());
+  s->cache.clear();
+  s->cached_bytes = 0;
+}
+
+void Manager::TrimLocked(int device) {
+  for (auto& [d, s] : spaces_) {
+    if (device < 0 || d == device) EvictLocked(&s);
+  }
+}
+
+void Manager::TrimCache(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrimLocked(device);
+}
+
+void Manager::TryTrimCache(int device) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (lock.owns_lock()) TrimLocked(device);
 }
 
 CUresult Manager::Alloc(int device, CUcontext ctx, size_t bytes, CUmemoryPool pool,
@@ -219,14 +336,15 @@ CUresult Manager::Alloc(int device, CUcontext ctx, size_t bytes, CUmemoryPool po
   return CUDA_SUCCESS;
 }
 
-void Manager::FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it) {
+void Manager::FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it,
+                              bool may_cache) {
   Entry e = it->second;
   entries_.erase(it);
   by_va_.erase(e.info.va);
   live_bytes_ -= e.info.size;
   Chunk* c = e.chunk;
   if (c->small) GiveBack(&c->free_list, e.offset, e.length);
-  if (--c->live == 0) DestroyChunk(c);
+  if (--c->live == 0) Retire(c, may_cache);
 }
 
 CUresult Manager::Free(CUdeviceptr base, size_t* bytes) {
@@ -234,7 +352,7 @@ CUresult Manager::Free(CUdeviceptr base, size_t* bytes) {
   auto it = entries_.find(base);
   if (it == entries_.end()) return CUDA_ERROR_INVALID_VALUE;
   if (bytes != nullptr) *bytes = it->second.info.size;
-  FreeEntryLocked(it);
+  FreeEntryLocked(it, true);
   return CUDA_SUCCESS;
 }
 
@@ -261,8 +379,21 @@ void Manager::FreeContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     auto next = std::next(it);
-    if (it->second.info.ctx == ctx) FreeEntryLocked(it);
+    if (it->second.info.ctx == ctx) FreeEntryLocked(it, false);
     it = next;
+  }
+  // What the context freed last goes with it (its memory must show free
+  // again, as the driver's would).
+  for (auto& [d, s] : spaces_) {
+    for (auto cit = s.cache.begin(); cit != s.cache.end();) {
+      if ((*cit)->ctx != ctx) {
+        ++cit;
+        continue;
+      }
+      s.cached_bytes -= (*cit)->size;
+      ReleaseChunk(cit->get());
+      cit = s.cache.erase(cit);
+    }
   }
 }
 
@@ -311,6 +442,8 @@ bool Manager::AllMapped() {
 CUresult Manager::ReleaseAll(bool keep_host,
                              const std::function<void(uint64_t, uint64_t)>& progress) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Cached chunks hold no data: give them back rather than copy them.
+  TrimLocked(-1);
   uint64_t total = 0, done = 0;
   for (const auto& [va, c] : chunks_) total += c->mapped ? c->size : 0;
   if (keep_host) {

@@ -10,6 +10,21 @@
 // (Release / Recreate) without the application noticing: that is what suspend,
 // checkpoint and restore build on (intercept/residency.*).
 //
+// The quota is charged with physical memory, like a real GPU's usage: a
+// chunk's whole size when it is created, returned when it is destroyed
+// (Accounting), so the device can never run out before the quota does.
+//
+// A chunk whose last allocation is freed may be kept in a small per-device
+// cache and handed out again, at the same VA, for a request of the same chunk
+// size: it is unmapped (a use after free faults as without the cache) but its
+// physical memory and its charge are kept, which saves the cuMemCreate and
+// cuMemRelease of each allocation/free pair and the VA and ledger updates.
+// Cached chunks are destroyed before any allocation would fail for quota or
+// device memory, when the context that freed them is destroyed, by TrimCache
+// (cuMemGetInfo and NVML memory queries, so that what they report is what a
+// program without the cache would see) and by ReleaseAll (suspend and
+// checkpoint never copy them).
+//
 // Every driver call goes through REAL_CALL. Thread-safe; the allocation path
 // takes one mutex.
 #pragma once
@@ -45,18 +60,35 @@ struct Chunk {
   int device = 0;
   CUcontext ctx = nullptr;  // a context of the device, for copies
   bool small = false;
-  CUmemGenericAllocationHandle handle = 0;
-  bool mapped = false;
+  CUmemGenericAllocationHandle handle = 0;  // 0: no physical memory (released)
+  bool mapped = false;  // false with a handle: cached, physical memory kept
   std::map<size_t, size_t> free_list;  // small chunks: offset -> length
   size_t live = 0;                     // allocations in it
   std::unique_ptr<uint8_t[]> host;     // contents while released to host RAM
 };
 
+// Bounds of the freed-chunk cache, per device: at most kCacheMaxChunks chunks
+// and kCacheMaxBytes bytes, and at most 1/kCacheShare of the device's memory
+// and of its quota, so that what a process keeps for itself stays small next
+// to what the other members of its group (who cannot evict it) may ask for.
+// And nothing is cached while the group has less than 1/kCacheHeadroom of its
+// quota unused: near the quota, freed memory goes back at once.
+inline constexpr size_t kCacheMaxChunks = 8;
+inline constexpr uint64_t kCacheMaxBytes = 256ull << 20;
+inline constexpr uint64_t kCacheShare = 16;
+inline constexpr uint64_t kCacheHeadroom = 4;
+
 // The quota: physical memory is charged when a chunk is created and returned
-// when it is destroyed (suspend keeps the charge: the job still owns it).
+// when it is destroyed (suspend keeps the charge: the job still owns it; so
+// does a cached chunk: it is still held).
 struct Accounting {
-  bool (*reserve)(int device, uint64_t bytes) = nullptr;  // false: over quota
+  // false: over quota. Must not log: a refusal is retried once the cache is
+  // emptied; `refused` reports the final one.
+  bool (*reserve)(int device, uint64_t bytes) = nullptr;
   void (*release)(int device, uint64_t bytes) = nullptr;
+  void (*refused)(int device, uint64_t bytes) = nullptr;
+  uint64_t (*limit)(int device) = nullptr;      // the quota; UINT64_MAX if none
+  uint64_t (*available)(int device) = nullptr;  // unused quota; UINT64_MAX if none
 };
 
 class Manager {
@@ -74,8 +106,15 @@ class Manager {
   bool Find(CUdeviceptr p, AllocationInfo* out);
   // True if p lies in a reserved range of ours (allocated or not).
   bool InRange(CUdeviceptr p);
-  // Frees every allocation of ctx (the context is gone).
+  // Frees every allocation of ctx (the context is gone) and destroys the
+  // cached chunks it freed last.
   void FreeContext(CUcontext ctx);
+  // Destroys the cached chunks of physical device `device` (every device if
+  // negative), returning their charge. TryTrimCache does nothing if the
+  // manager is busy (an allocation, or a suspend copying memory out) rather
+  // than wait: for callers that must not block, like NVML queries.
+  void TrimCache(int device);
+  void TryTrimCache(int device);
 
   // --- residency (callers hold the quiesce gate exclusively) ---
   std::vector<AllocationInfo> Allocations();  // sorted by VA
@@ -83,8 +122,9 @@ class Manager {
   uint64_t LiveBytes();
   uint64_t MappedBytes();
   size_t ChunkCount();
-  // Copies every chunk to host RAM (keep_host) and/or unmaps and releases its
-  // physical memory; the VAs stay reserved.
+  // Destroys the cached chunks, then copies every chunk to host RAM
+  // (keep_host) and/or unmaps and releases its physical memory; the VAs stay
+  // reserved.
   CUresult ReleaseAll(bool keep_host, const std::function<void(uint64_t, uint64_t)>& progress);
   // Maps fresh physical memory at every released chunk's VA and, if it has a
   // host copy, copies it back (and drops the copy).
@@ -101,7 +141,12 @@ class Manager {
     CUdeviceptr base = 0;
     size_t size = 0;
     size_t granularity = 0;
+    size_t total = 0;  // the device's memory
     std::map<CUdeviceptr, size_t> free_va;  // address -> length
+    // Freed chunks, unmapped, physical memory and charge kept, oldest
+    // first; not in chunks_.
+    std::vector<std::unique_ptr<Chunk>> cache;
+    uint64_t cached_bytes = 0;
   };
   struct Entry {
     AllocationInfo info;
@@ -111,11 +156,28 @@ class Manager {
   };
 
   CUresult SpaceFor(int device, Space** out);
+  // A chunk for ctx: a cached one of that size, else a new one.
   CUresult NewChunk(Space* s, int device, CUcontext ctx, size_t size, bool small, Chunk** out);
-  void DestroyChunk(Chunk* c);
+  CUresult CreateChunk(Space* s, int device, size_t size, std::unique_ptr<Chunk>* out);
+  // Releases the physical memory of a chunk that is not in chunks_ (mapped
+  // or cached), returns its charge and its VA.
+  void ReleaseChunk(Chunk* c);
+  // A chunk whose last allocation is gone: cached if may_cache and it fits
+  // the bounds, else released.
+  void Retire(Chunk* c, bool may_cache);
+  std::unique_ptr<Chunk> TakeCached(Space* s, size_t size);
+  void EvictLocked(Space* s);
+  void TrimLocked(int device);  // every device if negative
+  uint64_t CacheLimit(const Space& s, int device) const;
+  // False while the group has less than 1/kCacheHeadroom of its quota unused.
+  bool QuotaHasHeadroom(int device) const;
+  // Creates physical memory for c and maps it at c->va.
   CUresult MapChunk(Chunk* c);
+  // Maps c->handle at c->va with read-write access for its device.
+  CUresult MapHandle(Chunk* c);
+  // Unmaps (if mapped) and releases c's physical memory.
   void UnmapChunk(Chunk* c);
-  void FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it);
+  void FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it, bool may_cache);
 
   Accounting accounting_;
   std::mutex mu_;

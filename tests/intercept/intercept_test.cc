@@ -26,86 +26,13 @@
 #include <vector>
 
 #include "common/quota_ledger.h"
+#include "intercept_fixture.h"
 #include "intercept_test_util.h"
 
 namespace vgpu::itest {
 namespace {
 
-constexpr int kOutOfMemory = 2;        // CUDA_ERROR_OUT_OF_MEMORY
-constexpr int kNotInitialized = 3;     // CUDA_ERROR_NOT_INITIALIZED
-constexpr int kInvalidDevice = 101;    // CUDA_ERROR_INVALID_DEVICE
-constexpr int kNvmlNotFound = 6;       // NVML_ERROR_NOT_FOUND
-constexpr unsigned long long k64MiB = 64 * kMiB;
-
-std::atomic<int> g_counter{0};
-
-// How a client reaches the driver.
-struct PathParam {
-  const char* name;
-  const char* binary;
-  std::vector<std::string> options;
-};
-
-const PathParam kPaths[] = {
-    {"link", ITEST_CLIENT_LINKED, {"--path=link"}},
-    {"dlsym", ITEST_CLIENT, {"--path=dlsym"}},
-    {"procaddr13000", ITEST_CLIENT, {"--path=procaddr", "--version=13000"}},
-    {"procaddr12000", ITEST_CLIENT, {"--path=procaddr", "--version=12000"}},
-};
-
-class InterceptTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    id_ = "itest-" + std::to_string(getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
-    node_ = id_;
-    group_ = id_;
-  }
-  void TearDown() override {
-    for (const auto& n : nodes_) UnlinkSimNode(n);
-    UnlinkSimNode(node_);
-    for (const auto& g : groups_) UnlinkLedger(g);
-    UnlinkLedger(group_);
-    for (const auto& f : files_) unlink(f.c_str());
-  }
-
-  // Environment of a client: the simulated driver on the loader path, our
-  // node, libvgpu preloaded (or not), plus `extra`.
-  std::vector<std::string> Env(bool preload, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> e = {std::string("LD_LIBRARY_PATH=") + ITEST_SIM_DIR, "VGPU_SIM_NODE=" + node_};
-    if (preload) e.push_back(std::string("LD_PRELOAD=") + ITEST_LIBVGPU);
-    e.insert(e.end(), extra.begin(), extra.end());
-    return CleanEnv(e);
-  }
-  std::string GroupVar() const { return "VGPU_GROUP=" + group_; }
-
-  static std::vector<std::string> Argv(const PathParam& p, const std::vector<std::string>& ops) {
-    std::vector<std::string> a{p.binary};
-    a.insert(a.end(), p.options.begin(), p.options.end());
-    a.insert(a.end(), ops.begin(), ops.end());
-    return a;
-  }
-  RunResult Client(const PathParam& p, const std::vector<std::string>& ops, const std::vector<std::string>& env,
-             int timeout_ms = 30000) {
-    return RunToEnd(Argv(p, ops), env, timeout_ms);
-  }
-  std::string TempFile(const std::string& tag) {
-    std::string f = "/tmp/" + id_ + "-" + tag;
-    files_.push_back(f);
-    return f;
-  }
-
-  std::string id_, node_, group_;
-  std::vector<std::string> nodes_, groups_, files_;
-};
-
-class PathTest : public InterceptTest, public ::testing::WithParamInterface<PathParam> {};
-
-std::string ParamName(const ::testing::TestParamInfo<PathParam>& i) { return i.param.name; }
-void PrintTo(const PathParam& p, std::ostream* os) { *os << p.name; }
-
 INSTANTIATE_TEST_SUITE_P(Paths, PathTest, ::testing::ValuesIn(kPaths), ParamName);
-
-#define ASSERT_CLEAN_EXIT(run) ASSERT_TRUE((run).ExitedZero() && (run).out.Has("done")) << (run).Describe()
 
 // ---------------------------------------------------------------------------
 // The hook is reached through every path: with a 64 MiB quota a 65 MiB
@@ -136,7 +63,7 @@ TEST_P(PathTest, HookIsReachedAndQuotaApplies) {
 
 // Every allocation path counts, exactly, and returns what it took: X takes
 // 40 MiB (free shows 24 MiB), a 30 MiB cuMemAlloc beside it fails, the
-// matching free gives all 64 MiB back.
+// matching free gives all 64 MiB back. In both VGPU_VMM modes.
 TEST_P(PathTest, EveryAllocationPathCounts) {
   const PathParam& p = GetParam();
   struct Kind {
@@ -154,23 +81,25 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
       {"cuArrayCreate", {"array:40960:1024"}, {"arrdestroy"}},
       {"cuArray3DCreate", {"array3d:4096:1024:10"}, {"arrdestroy"}},
   };
-  for (const Kind& k : kinds) {
-    SCOPED_TRACE(k.name);
-    std::vector<std::string> ops = {"init", "ctx:0"};
-    ops.insert(ops.end(), k.take.begin(), k.take.end());
-    ops.insert(ops.end(), {"meminfo", "alloc:30M"});
-    ops.insert(ops.end(), k.give.begin(), k.give.end());
-    ops.insert(ops.end(), {"meminfo", "alloc:60M", "free"});
-    RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
-    ASSERT_CLEAN_EXIT(r);
-    const std::string op = k.take[0].substr(0, k.take[0].find(':'));
-    ASSERT_EQ(r.out.Get(op), "0") << r.Describe();
-    EXPECT_EQ(r.out.All("free"), (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
-        << r.Describe();
-    std::vector<std::string> allocs{std::to_string(kOutOfMemory), "0"};
-    if (op == "alloc") allocs.insert(allocs.begin(), "0");
-    EXPECT_EQ(r.out.All("alloc"), allocs) << r.Describe();
-    for (const std::string& g : k.give) EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
+  for (const char* vmm : {"on", "off"}) {
+    for (const Kind& k : kinds) {
+      SCOPED_TRACE(std::string(k.name) + ", VGPU_VMM=" + vmm);
+      std::vector<std::string> ops = {"init", "ctx:0"};
+      ops.insert(ops.end(), k.take.begin(), k.take.end());
+      ops.insert(ops.end(), {"meminfo", "alloc:30M"});
+      ops.insert(ops.end(), k.give.begin(), k.give.end());
+      ops.insert(ops.end(), {"meminfo", "alloc:60M", "free"});
+      RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm}));
+      ASSERT_CLEAN_EXIT(r);
+      const std::string op = k.take[0].substr(0, k.take[0].find(':'));
+      ASSERT_EQ(r.out.Get(op), "0") << r.Describe();
+      EXPECT_EQ(r.out.All("free"), (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
+          << r.Describe();
+      std::vector<std::string> allocs{std::to_string(kOutOfMemory), "0"};
+      if (op == "alloc") allocs.insert(allocs.begin(), "0");
+      EXPECT_EQ(r.out.All("alloc"), allocs) << r.Describe();
+      for (const std::string& g : k.give) EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
+    }
   }
 }
 
@@ -221,35 +150,40 @@ TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
 // ---------------------------------------------------------------------------
 // Freed memory returns: 1000 alloc/free pairs of 48 MiB never leak quota;
 // destroying a context or resetting the primary context returns its memory.
+// In both VGPU_VMM modes.
 TEST_P(PathTest, FreedMemoryReturns) {
   const PathParam& p = GetParam();
-  auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"});
-  RunResult loop = Client(p, {"init", "ctx:0", "loop:1000:48M", "meminfo"}, env);
-  ASSERT_CLEAN_EXIT(loop);
-  EXPECT_EQ(loop.out.Get("loop"), "0") << loop.Describe();
-  EXPECT_EQ(loop.out.Int("free"), static_cast<long long>(k64MiB));
+  for (const char* vmm : {"on", "off"}) {
+    SCOPED_TRACE(std::string("VGPU_VMM=") + vmm);
+    auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm});
+    RunResult loop = Client(p, {"init", "ctx:0", "loop:1000:48M", "meminfo"}, env);
+    ASSERT_CLEAN_EXIT(loop);
+    EXPECT_EQ(loop.out.Get("loop"), "0") << loop.Describe();
+    EXPECT_EQ(loop.out.Int("free"), static_cast<long long>(k64MiB));
 
-  RunResult ctx = Client(p, {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy", "ctx:0", "meminfo",
-                       "alloc:60M"},
-                   env);
-  ASSERT_CLEAN_EXIT(ctx);
-  EXPECT_EQ(ctx.out.Get("ctxdestroy"), "0");
-  EXPECT_EQ(ctx.out.All("free"), (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
-      << ctx.Describe();
-  EXPECT_EQ(ctx.out.All("alloc"), (std::vector<std::string>{"0", "0", "0"})) << ctx.Describe();
+    RunResult ctx = Client(p, {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy", "ctx:0", "meminfo",
+                         "alloc:60M"},
+                     env);
+    ASSERT_CLEAN_EXIT(ctx);
+    EXPECT_EQ(ctx.out.Get("ctxdestroy"), "0");
+    EXPECT_EQ(ctx.out.All("free"), (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
+        << ctx.Describe();
+    EXPECT_EQ(ctx.out.All("alloc"), (std::vector<std::string>{"0", "0", "0"})) << ctx.Describe();
 
-  RunResult reset = Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
-  ASSERT_CLEAN_EXIT(reset);
-  EXPECT_EQ(reset.out.Get("reset"), "0");
-  EXPECT_EQ(reset.out.Int("free"), static_cast<long long>(k64MiB)) << reset.Describe();
-  EXPECT_EQ(reset.out.All("alloc"), (std::vector<std::string>{"0", "0"})) << reset.Describe();
+    RunResult reset = Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
+    ASSERT_CLEAN_EXIT(reset);
+    EXPECT_EQ(reset.out.Get("reset"), "0");
+    EXPECT_EQ(reset.out.Int("free"), static_cast<long long>(k64MiB)) << reset.Describe();
+    EXPECT_EQ(reset.out.All("alloc"), (std::vector<std::string>{"0", "0"})) << reset.Describe();
+  }
 }
 
-// The quota is exact: 64 MiB in odd-sized pieces fits, one more byte does not.
+// The quota is exact on the driver's allocator (VGPU_VMM=off): 64 MiB in
+// odd-sized pieces fits, one more byte does not.
 TEST_P(PathTest, QuotaIsExactToTheByte) {
   const PathParam& p = GetParam();
-  RunResult r = Client(p, {"init", "ctx:0", "fill:64M:1000000", "meminfo", "alloc:1"},
-                 Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  auto env = Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", "VGPU_VMM=off"});
+  RunResult r = Client(p, {"init", "ctx:0", "fill:64M:1000000", "meminfo", "alloc:1"}, env);
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("fill"), "0") << r.Describe();
   EXPECT_EQ(r.out.Int("fill_bytes"), static_cast<long long>(k64MiB));
@@ -258,8 +192,7 @@ TEST_P(PathTest, QuotaIsExactToTheByte) {
   EXPECT_EQ(r.out.Get("alloc"), std::to_string(kOutOfMemory)) << "one byte over the quota\n" << r.Describe();
   // Free the last piece, 67108864 - 67 * 1000000 = 108864 bytes: one byte
   // more than that does not fit, exactly that does.
-  RunResult r2 = Client(p, {"init", "ctx:0", "fill:64M:1000000", "free", "alloc:108865", "alloc:108864"},
-                  Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  RunResult r2 = Client(p, {"init", "ctx:0", "fill:64M:1000000", "free", "alloc:108865", "alloc:108864"}, env);
   ASSERT_CLEAN_EXIT(r2);
   EXPECT_EQ(r2.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"})) << r2.Describe();
 }
@@ -453,8 +386,9 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
 // page-multiple sizes against one group quota of 64 MiB, on a simulated node
 // whose single device has exactly 64 MiB.
 //
-// Why this can fail if the quota is ever overshot: the sim charges exactly
-// the page-rounded size and libvgpu charges the requested size, equal here;
+// Why this can fail if the quota is ever overshot: with VGPU_VMM=off the sim
+// charges exactly the page-rounded size and libvgpu charges the requested
+// size, equal here; with VGPU_VMM=on (the default) both charge whole chunks.
 // libvgpu reserves before it calls the driver and releases after the driver
 // freed, so at every instant the sim's usage <= the group's reservations. If
 // libvgpu ever let the group's reservations exceed 64 MiB, the allocation
@@ -464,13 +398,18 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
 // CUDA_ERROR_OUT_OF_MEMORY a client sees must match one such log line; an
 // OOM without its log line is an overshoot caught by the sim. A watcher
 // without libvgpu samples the node through NVML meanwhile, to show that the
-// race really ran at the limit.
-TEST_F(InterceptTest, RaceNeverOvershoots) {
+// race really ran at the limit. Run once per VGPU_VMM mode.
+class RaceTest : public InterceptTest, public ::testing::WithParamInterface<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Vmm, RaceTest, ::testing::Values("on", "off"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST_P(RaceTest, RaceNeverOvershoots) {
   const std::string log = TempFile("race.log");
   constexpr int kProcs = 8;
   const PathParam& p = kPaths[2];
   auto env = Env(true, {"VGPU_SIM_DEVICES=1x64MiB", "VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(),
-                        "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn"});
+                        "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn", std::string("VGPU_VMM=") + GetParam()});
   // The node must exist with its size before the watcher attaches.
   RunResult boot = Client(p, {"init", "ctx:0"}, Env(false, {"VGPU_SIM_DEVICES=1x64MiB"}));
   ASSERT_CLEAN_EXIT(boot);

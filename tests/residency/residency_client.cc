@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
     for (auto& v : h) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; v = static_cast<uint32_t>(x); }
     CU(cuMemcpyHtoD(p, h.data(), n));
   }
+  {  // a freed buffer: under VGPU_VMM its chunk stays cached, and suspend must release it too
+    CUdeviceptr p = 0;
+    CU(cuMemAlloc(&p, 4u << 20));
+    CU(cuMemFree(p));
+  }
   std::printf("ready\n");
   std::fflush(stdout);
   std::atomic<long> iterations{0}, errors{0};

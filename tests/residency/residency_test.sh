@@ -24,6 +24,7 @@ wait_agent() {  # the agent starts after cuInit
   fail "no agent socket for pid $1"
 }
 meminfo_free() { "$CLIENT" meminfo | sed -n 's/^free=\([0-9]*\).*/\1/p'; }
+meminfo_total() { "$CLIENT" meminfo | sed -n 's/.*total=\([0-9]*\).*/\1/p'; }
 
 case $mode in
 train)
@@ -57,6 +58,9 @@ cycles)
     if [ $((i % 10)) -eq 1 ]; then
       free=$(meminfo_free)
       [ "$free" -gt "$base" ] || fail "cycle $i: device memory not released ($free <= $base)"
+      # Everything, the chunk of the buffer it freed before "ready" included
+      # (the VMM cache of freed chunks must not survive a suspend).
+      [ "$free" -eq "$(meminfo_total)" ] || fail "cycle $i: device memory still held while suspended ($free free)"
     fi
     ctl resume $child || fail "resume $i"
   done
