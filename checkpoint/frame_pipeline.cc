@@ -50,13 +50,35 @@ FramePipeline::FramePipeline(int fd, uint64_t data_start, const PipelineOptions&
       offset_(data_start),
       writeback_from_(data_start) {}
 
-FramePipeline::~FramePipeline() { Stop(); }
+FramePipeline::~FramePipeline() {
+  Stop();
+  FreeInputs();
+}
+
+void FramePipeline::AllocateInput(Slot& s) {
+  if (opt_.buffers.alloc) {
+    s.in = static_cast<uint8_t*>(opt_.buffers.alloc(opt_.frame_size));
+    s.in_custom = s.in != nullptr;
+  }
+  if (s.in == nullptr) {
+    s.in_heap.resize(opt_.frame_size);
+    s.in = s.in_heap.data();
+  }
+}
+
+void FramePipeline::FreeInputs() {
+  for (Slot& s : slots_) {
+    if (s.in_custom && opt_.buffers.free) opt_.buffers.free(s.in, opt_.frame_size);
+    s.in = nullptr;
+    s.in_custom = false;
+  }
+}
 
 std::string FramePipeline::Start() {
   try {
     slots_.resize(static_cast<size_t>(opt_.slots));
     for (Slot& s : slots_) {
-      s.in.resize(opt_.frame_size);
+      AllocateInput(s);
       s.out.resize(opt_.frame_size);
     }
     io_ = std::thread([this] { IoLoop(); });
@@ -75,7 +97,7 @@ uint8_t* FramePipeline::Acquire() {
   if (!error_.empty()) return nullptr;
   s.state = State::kFilling;
   ++acquired_;
-  return s.in.data();
+  return s.in;
 }
 
 void FramePipeline::Submit(size_t size) {
@@ -102,7 +124,7 @@ void FramePipeline::CompressLoop() {
     Slot& s = slots_[queue_.front()];
     queue_.pop_front();
     lock.unlock();
-    const uint8_t* in = s.in.data();
+    const uint8_t* in = s.in;
     if (IsZero(in, s.in_len)) {
       s.codec = Codec::kZero;
       s.stored = in;
