@@ -78,7 +78,8 @@ class FramePipeline {
   const PipelineOptions opt_;
   const std::function<void(uint64_t)> on_written_;
   uint64_t offset_;  // I/O thread only until joined
-  uint64_t writeback_from_;
+  uint64_t writeback_from_;  // start of the range not yet handed to writeback
+  uint64_t dropped_to_;      // [data_start, dropped_to_) is on disk and out of the cache
   std::vector<FrameEntry> frames_;  // I/O thread only until joined
 
   std::mutex mu_;
