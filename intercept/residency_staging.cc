@@ -21,7 +21,7 @@ class HostBuffer {
  public:
   explicit HostBuffer(size_t n) {
     void* p = nullptr;
-    if (REAL_CALL(cuMemHostAlloc, &p, n, 0) == CUDA_SUCCESS && p != nullptr) {
+    if (REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS && p != nullptr) {
       data_ = static_cast<uint8_t*>(p);
       pinned_ = true;
     } else {
@@ -137,7 +137,9 @@ checkpoint::FrameBufferAllocator PinnedFrameBuffers(CUcontext ctx) {
   checkpoint::FrameBufferAllocator a;
   a.alloc = [ctx](size_t n) -> void* {
     void* p = nullptr;
-    CUresult r = vmm::Manager::WithContext(ctx, [&] { return REAL_CALL(cuMemHostAlloc, &p, n, 0); });
+    // Portable: pinned for every context, not only the one that allocates it.
+    CUresult r = vmm::Manager::WithContext(
+        ctx, [&] { return REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE); });
     return r == CUDA_SUCCESS ? p : nullptr;
   };
   a.free = [](void* p, size_t) { REAL_CALL(cuMemFreeHost, p); };
