@@ -107,7 +107,12 @@ Disk DiskProbe(const std::string& dir, size_t bytes) {
   if (posix_memalign(&mem, 4096, chunk) != 0) Die("out of memory");
   std::unique_ptr<uint64_t, decltype(&free)> buf(static_cast<uint64_t*>(mem), &free);
   uint64_t x = 88172645463325252ull;
-  for (size_t i = 0; i < chunk / 8; ++i) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; buf.get()[i] = x; }
+  for (size_t i = 0; i < chunk / 8; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    buf.get()[i] = x;
+  }
   Disk d;
   auto open_file = [&](int flags) {
     int fd = open(path.c_str(), flags | O_DIRECT, 0600);
@@ -192,8 +197,12 @@ int main(int argc, char** argv) {
       if (s.seconds < best_susp.seconds) best_susp = s;
       best_res = std::min(best_res, Call(pid, "resume", nlohmann::json::object(), run_dir).seconds);
     }
-    best_ck = std::min(best_ck, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", true}}, run_dir).seconds);
-    best_ckrel = std::min(best_ckrel, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", false}}, run_dir).seconds);
+    auto checkpoint = [&](bool leave_running) {
+      nlohmann::json args = {{"dir", dir + "/ckpt"}, {"leave_running", leave_running}};
+      return Call(pid, "checkpoint", args, run_dir).seconds;
+    };
+    best_ck = std::min(best_ck, checkpoint(true));
+    best_ckrel = std::min(best_ckrel, checkpoint(false));
     best_rst = std::min(best_rst, Call(pid, "restore", {{"from", dir + "/ckpt"}}, run_dir).seconds);
   }
   int fd = open(stop.c_str(), O_WRONLY | O_CREAT, 0600);
@@ -209,10 +218,11 @@ int main(int argc, char** argv) {
   std::printf("%-40s %9s %10s %9s\n", "operation", "seconds", "GB/s", "of slower");
   std::printf("%-40s %9s %10.2f\n", "host memcpy (reference)", "", mem);
   std::printf("%-40s %9s %10.2f\n",
-              probe.direct ? "disk write O_DIRECT + fsync (reference)" : "disk write + fsync (reference)",
+              probe.direct ? "disk write O_DIRECT + fsync (reference)"
+                           : "disk write + fsync (reference)",
               "", disk);
-  std::printf("%-40s %9s %10.2f\n", probe.direct ? "disk read O_DIRECT" : "disk read, cache dropped", "",
-              probe.read_gbs);
+  std::printf("%-40s %9s %10.2f\n",
+              probe.direct ? "disk read O_DIRECT" : "disk read, cache dropped", "", probe.read_gbs);
   if (!skip_suspend) {
     row("suspend (drain, copy out, release)", best_susp.seconds);
     row("resume (map + copy in)", best_res);
@@ -225,8 +235,9 @@ int main(int argc, char** argv) {
   if (!skip_suspend) {
     double drain = Phase(best_susp, "drain"), copy = Phase(best_susp, "copy_out");
     double release = Phase(best_susp, "release");
-    std::printf("suspend phases (agent): drain %.1f ms, copy out %.1f ms, unmap + release %.1f ms\n",
-                drain * 1e3, copy * 1e3, release * 1e3);
+    std::printf(
+        "suspend phases (agent): drain %.1f ms, copy out %.1f ms, unmap + release %.1f ms\n",
+        drain * 1e3, copy * 1e3, release * 1e3);
     std::printf("suspend-to-free latency beyond copy: %.1f ms (request wall time minus copy out; "
                 "in the agent: %.1f ms)\n",
                 (best_susp.seconds - copy) * 1e3, (drain + release) * 1e3);

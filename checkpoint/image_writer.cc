@@ -254,7 +254,8 @@ Status ImageWriter::BeginRecord(uint64_t va, uint64_t size, uint32_t flags, int 
       m.ranges.emplace(va, va + size);
     }
     const uint64_t first_frame = m.frames_submitted + m.open_frames.size();
-    m.records.push_back({va, size, 0, first_frame, flags, device, static_cast<uint32_t>(frames), 0});
+    m.records.push_back(
+        {va, size, 0, first_frame, flags, device, static_cast<uint32_t>(frames), 0});
   } catch (const std::exception& e) {
     return m.Fail(std::string("internal error: ") + e.what());
   }
@@ -303,7 +304,8 @@ Status ImageWriter::NextFrame(uint8_t** data, size_t* n) {
     return m.Fail("record " + std::to_string(m.records.size() - 1) + ": NextFrame past its size");
   uint8_t* buf = m.pipe->Acquire();
   if (buf == nullptr) return m.Fail(m.pipe->error());
-  const size_t take = static_cast<size_t>(std::min<uint64_t>(m.opt.frame_size, size - m.record_done));
+  const size_t take =
+      static_cast<size_t>(std::min<uint64_t>(m.opt.frame_size, size - m.record_done));
   m.open_frames.push_back(take);
   m.record_done += take;
   m.appended += take;

@@ -169,8 +169,9 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
   if (recs.size() != allocs.size()) {
-    return Result::Error("EIO", prefix + std::to_string(recs.size()) + " records, the process has " +
-                                    std::to_string(allocs.size()) + " allocations");
+    return Result::Error("EIO", prefix + std::to_string(recs.size()) +
+                                    " records, the process has " + std::to_string(allocs.size()) +
+                                    " allocations");
   }
   std::vector<size_t> order(recs.size());
   for (size_t i = 0; i < recs.size(); ++i) order[i] = i;
@@ -179,7 +180,8 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
     const auto& r = recs[order[i]];
     if (r.va != allocs[i].va || r.size != allocs[i].size ||
         static_cast<int>(r.device) != allocs[i].device) {
-      return Result::Error("EIO", prefix + "record at VA " + Hex(r.va) + " has no matching allocation");
+      return Result::Error("EIO",
+                           prefix + "record at VA " + Hex(r.va) + " has no matching allocation");
     }
     targets->push_back({order[i], allocs[i]});
   }

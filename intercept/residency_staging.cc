@@ -21,7 +21,8 @@ class HostBuffer {
  public:
   explicit HostBuffer(size_t n) {
     void* p = nullptr;
-    if (REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS && p != nullptr) {
+    if (REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
+        p != nullptr) {
       data_ = static_cast<uint8_t*>(p);
       pinned_ = true;
     } else {
@@ -106,7 +107,8 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
     StreamPair& sp;
     ~Guard() { sp.Destroy(); }
   } guard{sp};
-  if (CUresult r = sp.Create(); r != CUDA_SUCCESS) return "cannot create a copy stream: " + CuErr(r);
+  if (CUresult r = sp.Create(); r != CUDA_SUCCESS)
+    return "cannot create a copy stream: " + CuErr(r);
   bool pending[2] = {false, false};
   int slot = 0;
   for (size_t i; !run.failed && (i = next++) < items.size(); slot ^= 1) {
@@ -171,12 +173,14 @@ CUresult CopyStreams::For(CUcontext ctx, PerContext** out) {
 
 std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
   PerContext* pc = nullptr;
-  if (CUresult r = For(a.ctx, &pc); r != CUDA_SUCCESS) return "cannot create a copy stream: " + CuErr(r);
+  if (CUresult r = For(a.ctx, &pc); r != CUDA_SUCCESS)
+    return "cannot create a copy stream: " + CuErr(r);
   std::string err;
   uint64_t issued = 0;
   int open = 0;  // frames copying, not yet committed; frame k uses event k % 2
   auto commit_oldest = [&]() -> bool {
-    if (CUresult r = REAL_CALL(cuEventSynchronize, pc->done[(issued - open) % 2]); r != CUDA_SUCCESS) {
+    if (CUresult r = REAL_CALL(cuEventSynchronize, pc->done[(issued - open) % 2]);
+        r != CUDA_SUCCESS) {
       err = "copy from device: " + CuErr(r);
       return false;
     }

@@ -92,8 +92,8 @@ class FrameApiTest : public ::testing::Test {
 };
 
 TEST_F(FrameApiTest, NextFrameRoundTripWithCallerBuffers) {
-  const std::vector<Bytes> recs = {Random(3 * kMinFrameSize + 100, 1), Bytes(5000, 0),
-                                   Random(1, 2), Random(2 * kMinFrameSize, 3)};
+  const std::vector<Bytes> recs = {Random(3 * kMinFrameSize + 100, 1), Bytes(5000, 0), Random(1, 2),
+                                   Random(2 * kMinFrameSize, 3)};
   const std::string path = dir_ + "/a.img";
   Status s = WriteFrames(path, recs);
   ASSERT_TRUE(s.ok()) << s.message();
