@@ -5,16 +5,23 @@
 // Starts vgpu_residency_client under LD_PRELOAD=libvgpu.so (VGPU_VMM=on) on a
 // fresh simulated node with a buffer of --mib MiB of incompressible data, then
 // drives its agent with the control client exactly as vgpuctl does:
-//   suspend + resume            (device <-> host RAM)
+//   suspend + resume            (device <-> host RAM; --skip-suspend leaves it
+//                                out: it needs a second copy in host RAM)
 //   checkpoint, leave running   (device -> image on --dir)
 //   checkpoint + restore        (released; image -> device)
-// Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R]
+// Suspend-to-free latency is split into the phases the agent reports (drain,
+// copy out, unmap + release); "beyond copy" is the request's wall time minus
+// the copy. The memcpy reference copies a 256 MiB buffer repeatedly (memory
+// bandwidth does not depend on the size past the caches, and two buffers of
+// the full size would not fit next to the device memory of a large run).
+// Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +45,12 @@ double Now() {
   std::exit(1);
 }
 
-double Call(pid_t pid, const std::string& cmd, nlohmann::json args, const std::string& run_dir) {
+struct Reply {
+  double seconds = 0;      // wall time of the whole request
+  nlohmann::json result;   // the agent's result
+};
+
+Reply Call(pid_t pid, const std::string& cmd, nlohmann::json args, const std::string& run_dir) {
   vgpu::ctl::Request req;
   req.cmd = cmd;
   req.args = std::move(args);
@@ -51,39 +63,83 @@ double Call(pid_t pid, const std::string& cmd, nlohmann::json args, const std::s
   double t = Now() - t0;
   if (!s.ok()) Die(cmd + ": " + s.message);
   if (!resp.ok) Die(cmd + ": " + resp.error);
-  return t;
+  return {t, resp.result};
+}
+
+double Phase(const Reply& r, const char* name) {
+  const auto& p = r.result.find("phases");
+  if (p == r.result.end() || !p->contains(name)) return 0;
+  return (*p)[name].get<double>();
 }
 
 double MemcpyGBs(size_t bytes) {
-  std::unique_ptr<char[]> a(new char[bytes]), b(new char[bytes]);
-  std::memset(a.get(), 1, bytes);
-  std::memset(b.get(), 2, bytes);
-  std::memcpy(b.get(), a.get(), bytes);  // warm: both buffers faulted in
+  const size_t n = std::min<size_t>(bytes, 256u << 20);
+  const size_t reps = std::max<size_t>(4, bytes / n);
+  std::unique_ptr<char[]> a(new char[n]), b(new char[n]);
+  std::memset(a.get(), 1, n);
+  std::memset(b.get(), 2, n);
+  std::memcpy(b.get(), a.get(), n);  // warm: both buffers faulted in
   asm volatile("" : : "r"(b.get()) : "memory");
-  std::memset(a.get(), 3, bytes);
   double t0 = Now();
-  std::memcpy(b.get(), a.get(), bytes);
-  asm volatile("" : : "r"(b.get()) : "memory");
+  for (size_t i = 0; i < reps; ++i) {
+    a[i % n] = static_cast<char>(i);
+    std::memcpy(b.get(), a.get(), n);
+    asm volatile("" : : "r"(b.get()) : "memory");
+  }
   double t = Now() - t0;
-  return bytes / t / 1e9;
+  return static_cast<double>(n * reps) / t / 1e9;
 }
 
-double DiskGBs(const std::string& dir, size_t bytes) {
+struct Disk {
+  double write_gbs = 0;  // write + fsync, best of two passes
+  double read_gbs = 0;   // the same file read back
+  bool direct = false;   // O_DIRECT: the disk itself, not the page cache's write-back policy
+};
+
+// The disk's bandwidth with O_DIRECT where the file system has it (a
+// buffered write + one final fsync measured anywhere between 0.2 and 1.4 GB/s
+// on the development VM's disk, whose O_DIRECT bandwidth is ~1 GB/s), else
+// buffered (tmpfs).
+Disk DiskProbe(const std::string& dir, size_t bytes) {
   std::string path = dir + "/disk-probe.bin";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) Die("cannot write " + path);
-  std::vector<uint64_t> buf((8u << 20) / 8);
+  const size_t chunk = 8u << 20;
+  void* mem = nullptr;
+  if (posix_memalign(&mem, 4096, chunk) != 0) Die("out of memory");
+  std::unique_ptr<uint64_t, decltype(&free)> buf(static_cast<uint64_t*>(mem), &free);
   uint64_t x = 88172645463325252ull;
-  for (auto& v : buf) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; v = x; }
-  double t0 = Now();
-  for (size_t done = 0; done < bytes; done += buf.size() * 8) {
-    if (write(fd, buf.data(), buf.size() * 8) < 0) Die("write failed");
+  for (size_t i = 0; i < chunk / 8; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    buf.get()[i] = x;
   }
-  fsync(fd);
-  double t = Now() - t0;
+  Disk d;
+  auto open_file = [&](int flags) {
+    int fd = open(path.c_str(), flags | O_DIRECT, 0600);
+    d.direct = fd >= 0;
+    return fd >= 0 ? fd : open(path.c_str(), flags, 0600);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    int fd = open_file(O_WRONLY | O_CREAT | O_TRUNC);
+    if (fd < 0) Die("cannot write " + path);
+    double t0 = Now();
+    for (size_t done = 0; done < bytes; done += chunk) {
+      buf.get()[0] = done + pass;  // no two chunks alike
+      if (write(fd, buf.get(), chunk) != static_cast<ssize_t>(chunk)) Die("write failed");
+    }
+    fsync(fd);
+    d.write_gbs = std::max(d.write_gbs, bytes / (Now() - t0) / 1e9);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  int fd = open_file(O_RDONLY);
+  double t0 = Now();
+  size_t got = 0;
+  for (ssize_t n; (n = read(fd, buf.get(), chunk)) > 0;) got += static_cast<size_t>(n);
+  d.read_gbs = got / (Now() - t0) / 1e9;
   close(fd);
   unlink(path.c_str());
-  return bytes / t / 1e9;
+  return d;
 }
 
 }  // namespace
@@ -91,13 +147,15 @@ double DiskGBs(const std::string& dir, size_t bytes) {
 int main(int argc, char** argv) {
   size_t mib = 1024;
   int rounds = 3;
+  bool skip_suspend = false;
   std::string dir = "/tmp/vgpu-bench-residency";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mib" && i + 1 < argc) mib = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else Die("usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R]");
+    else if (a == "--skip-suspend") skip_suspend = true;
+    else Die("usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]");
   }
   std::filesystem::create_directories(dir);
   std::string run_dir = dir + "/run";
@@ -129,31 +187,60 @@ int main(int argc, char** argv) {
     if (i > 60000) Die("client did not start");
     usleep(1000);
   }
-  double mem = MemcpyGBs(bytes), disk = DiskGBs(dir, bytes);
-  double best_susp = 1e9, best_res = 1e9, best_ck = 1e9, best_ckrel = 1e9, best_rst = 1e9;
+  Disk probe = DiskProbe(dir, bytes);
+  double mem = MemcpyGBs(bytes), disk = probe.write_gbs;
+  Reply best_susp{1e9, {}};
+  double best_res = 1e9, best_ck = 1e9, best_ckrel = 1e9, best_rst = 1e9;
   for (int r = 0; r < rounds; ++r) {
-    best_susp = std::min(best_susp, Call(pid, "suspend", nlohmann::json::object(), run_dir));
-    best_res = std::min(best_res, Call(pid, "resume", nlohmann::json::object(), run_dir));
-    best_ck = std::min(best_ck, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", true}}, run_dir));
-    best_ckrel = std::min(best_ckrel, Call(pid, "checkpoint", {{"dir", dir + "/ckpt"}, {"leave_running", false}}, run_dir));
-    best_rst = std::min(best_rst, Call(pid, "restore", {{"from", dir + "/ckpt"}}, run_dir));
+    if (!skip_suspend) {
+      Reply s = Call(pid, "suspend", nlohmann::json::object(), run_dir);
+      if (s.seconds < best_susp.seconds) best_susp = s;
+      best_res = std::min(best_res, Call(pid, "resume", nlohmann::json::object(), run_dir).seconds);
+    }
+    auto checkpoint = [&](bool leave_running) {
+      nlohmann::json args = {{"dir", dir + "/ckpt"}, {"leave_running", leave_running}};
+      return Call(pid, "checkpoint", args, run_dir).seconds;
+    };
+    best_ck = std::min(best_ck, checkpoint(true));
+    best_ckrel = std::min(best_ckrel, checkpoint(false));
+    best_rst = std::min(best_rst, Call(pid, "restore", {{"from", dir + "/ckpt"}}, run_dir).seconds);
   }
   int fd = open(stop.c_str(), O_WRONLY | O_CREAT, 0600);
   close(fd);
   int st = 0;
   waitpid(pid, &st, 0);
   std::filesystem::remove_all(dir + "/ckpt");
-  double gb = bytes / 1e9;
+  double gb = bytes / 1e9, slower = std::min(mem, disk);
+  auto row = [&](const char* what, double secs) {
+    std::printf("%-40s %9.3f %10.2f %8.0f%%\n", what, secs, gb / secs, 100.0 * gb / secs / slower);
+  };
   std::printf("device memory: %zu MiB (incompressible), best of %d rounds\n", mib, rounds);
-  std::printf("%-36s %9s %10s\n", "operation", "seconds", "GB/s");
-  std::printf("%-36s %9s %10.2f\n", "host memcpy (reference)", "", mem);
-  std::printf("%-36s %9s %10.2f\n", "disk write + fsync (reference)", "", disk);
-  std::printf("%-36s %9.3f %10.2f\n", "suspend (copy out + release)", best_susp, gb / best_susp);
-  std::printf("%-36s %9.3f %10.2f\n", "resume (map + copy in)", best_res, gb / best_res);
-  std::printf("%-36s %9.3f %10.2f\n", "checkpoint --leave-running", best_ck, gb / best_ck);
-  std::printf("%-36s %9.3f %10.2f\n", "checkpoint (then released)", best_ckrel, gb / best_ckrel);
-  std::printf("%-36s %9.3f %10.2f\n", "restore (verify + decompress + copy)", best_rst, gb / best_rst);
-  std::printf("checkpoint vs slower reference: %.0f%%\n",
-              100.0 * (gb / best_ck) / std::min(mem, disk));
+  std::printf("%-40s %9s %10s %9s\n", "operation", "seconds", "GB/s", "of slower");
+  std::printf("%-40s %9s %10.2f\n", "host memcpy (reference)", "", mem);
+  std::printf("%-40s %9s %10.2f\n",
+              probe.direct ? "disk write O_DIRECT + fsync (reference)"
+                           : "disk write + fsync (reference)",
+              "", disk);
+  std::printf("%-40s %9s %10.2f\n",
+              probe.direct ? "disk read O_DIRECT" : "disk read, cache dropped", "", probe.read_gbs);
+  if (!skip_suspend) {
+    row("suspend (drain, copy out, release)", best_susp.seconds);
+    row("resume (map + copy in)", best_res);
+  }
+  row("checkpoint --leave-running", best_ck);
+  row("checkpoint (then released)", best_ckrel);
+  row("restore (verify + decompress + copy)", best_rst);
+  std::printf("restore vs min(memcpy, disk read): %.0f%%\n",
+              100.0 * gb / best_rst / std::min(mem, probe.read_gbs));
+  if (!skip_suspend) {
+    double drain = Phase(best_susp, "drain"), copy = Phase(best_susp, "copy_out");
+    double release = Phase(best_susp, "release");
+    std::printf(
+        "suspend phases (agent): drain %.1f ms, copy out %.1f ms, unmap + release %.1f ms\n",
+        drain * 1e3, copy * 1e3, release * 1e3);
+    std::printf("suspend-to-free latency beyond copy: %.1f ms (request wall time minus copy out; "
+                "in the agent: %.1f ms)\n",
+                (best_susp.seconds - copy) * 1e3, (drain + release) * 1e3);
+  }
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }

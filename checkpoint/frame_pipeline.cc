@@ -48,15 +48,38 @@ FramePipeline::FramePipeline(int fd, uint64_t data_start, const PipelineOptions&
       opt_(options),
       on_written_(std::move(on_written)),
       offset_(data_start),
-      writeback_from_(data_start) {}
+      writeback_from_(data_start),
+      dropped_to_(data_start) {}
 
-FramePipeline::~FramePipeline() { Stop(); }
+FramePipeline::~FramePipeline() {
+  Stop();
+  FreeInputs();
+}
+
+void FramePipeline::AllocateInput(Slot& s) {
+  if (opt_.buffers.alloc) {
+    s.in = static_cast<uint8_t*>(opt_.buffers.alloc(opt_.frame_size));
+    s.in_custom = s.in != nullptr;
+  }
+  if (s.in == nullptr) {
+    s.in_heap.resize(opt_.frame_size);
+    s.in = s.in_heap.data();
+  }
+}
+
+void FramePipeline::FreeInputs() {
+  for (Slot& s : slots_) {
+    if (s.in_custom && opt_.buffers.free) opt_.buffers.free(s.in, opt_.frame_size);
+    s.in = nullptr;
+    s.in_custom = false;
+  }
+}
 
 std::string FramePipeline::Start() {
   try {
     slots_.resize(static_cast<size_t>(opt_.slots));
     for (Slot& s : slots_) {
-      s.in.resize(opt_.frame_size);
+      AllocateInput(s);
       s.out.resize(opt_.frame_size);
     }
     io_ = std::thread([this] { IoLoop(); });
@@ -75,7 +98,7 @@ uint8_t* FramePipeline::Acquire() {
   if (!error_.empty()) return nullptr;
   s.state = State::kFilling;
   ++acquired_;
-  return s.in.data();
+  return s.in;
 }
 
 void FramePipeline::Submit(size_t size) {
@@ -102,7 +125,7 @@ void FramePipeline::CompressLoop() {
     Slot& s = slots_[queue_.front()];
     queue_.pop_front();
     lock.unlock();
-    const uint8_t* in = s.in.data();
+    const uint8_t* in = s.in;
     if (IsZero(in, s.in_len)) {
       s.codec = Codec::kZero;
       s.stored = in;
@@ -132,9 +155,23 @@ std::string FramePipeline::WriteFrame(Slot& s) {
                      static_cast<uint32_t>(s.in_len), static_cast<uint32_t>(s.codec), 0});
   offset_ += s.stored_len;
   if (opt_.start_writeback && offset_ - writeback_from_ >= kWritebackChunk) {
-    // Only a hint: errors surface at fsync() time.
+    // Only hints: errors surface at fsync() time.
     sync_file_range(fd_, static_cast<off_t>(writeback_from_),
                     static_cast<off_t>(offset_ - writeback_from_), SYNC_FILE_RANGE_WRITE);
+    // The chunk before has had a chunk's time to reach the disk: wait for it
+    // and drop it from the page cache. An image is written once and read
+    // back rarely; without this a checkpoint of many GiB fills the page
+    // cache with dirty pages, evicts everything else and then stalls the
+    // writer (and the whole machine) in reclaim.
+    if (dropped_to_ < writeback_from_) {
+      const auto from = static_cast<off_t>(dropped_to_);
+      const auto len = static_cast<off_t>(writeback_from_ - dropped_to_);
+      sync_file_range(fd_, from, len,
+                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                          SYNC_FILE_RANGE_WAIT_AFTER);
+      posix_fadvise(fd_, from, len, POSIX_FADV_DONTNEED);
+      dropped_to_ = writeback_from_;
+    }
     writeback_from_ = offset_;
   }
   if (on_written_) on_written_(s.in_len);

@@ -17,6 +17,14 @@
 
 namespace vgpu::checkpoint {
 
+// Where the frame buffers the caller fills come from. A CUDA caller passes
+// pinned host memory here so that device-to-host copies can go straight into
+// the frames (NextFrame) by DMA. alloc may return null: the heap is used.
+struct FrameBufferAllocator {
+  std::function<void*(size_t bytes)> alloc;
+  std::function<void(void* p, size_t bytes)> free;
+};
+
 struct PipelineOptions {
   int threads = 1;
   int slots = 3;
@@ -24,6 +32,7 @@ struct PipelineOptions {
   uint32_t frame_size = kDefaultFrameSize;
   bool start_writeback = true;  // sync_file_range as data accumulates
   int min_saving_pct = 10;      // see WriterOptions::min_saving_pct
+  FrameBufferAllocator buffers;  // input buffers; empty or failing: heap
 };
 
 class FramePipeline {
@@ -48,7 +57,9 @@ class FramePipeline {
  private:
   enum class State { kFree, kFilling, kQueued, kDone };
   struct Slot {
-    std::vector<uint8_t> in, out;
+    uint8_t* in = nullptr;         // frame_size bytes: from opt_.buffers or in_heap
+    std::vector<uint8_t> in_heap, out;
+    bool in_custom = false;
     size_t in_len = 0;
     const uint8_t* stored = nullptr;
     size_t stored_len = 0;
@@ -57,6 +68,8 @@ class FramePipeline {
     State state = State::kFree;
   };
 
+  void AllocateInput(Slot& slot);
+  void FreeInputs();
   void CompressLoop();
   void IoLoop();
   std::string WriteFrame(Slot& slot);
@@ -65,7 +78,8 @@ class FramePipeline {
   const PipelineOptions opt_;
   const std::function<void(uint64_t)> on_written_;
   uint64_t offset_;  // I/O thread only until joined
-  uint64_t writeback_from_;
+  uint64_t writeback_from_;  // start of the range not yet handed to writeback
+  uint64_t dropped_to_;      // [data_start, dropped_to_) is on disk and out of the cache
   std::vector<FrameEntry> frames_;  // I/O thread only until joined
 
   std::mutex mu_;

@@ -341,4 +341,31 @@ Status ImageReader::VerifyData() const {
   }
 }
 
+FrameDecoder::FrameDecoder(const ImageReader& reader)
+    : reader_(reader), dctx_(ZSTD_createDCtx()) {}
+
+FrameDecoder::~FrameDecoder() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(dctx_)); }
+
+Status FrameDecoder::Decode(size_t record, uint64_t k, void* dst, size_t capacity,
+                            size_t* raw_size) {
+  const ImageReader::Impl& m = *reader_.impl_;
+  *raw_size = 0;
+  try {
+    if (record >= m.records.size()) return m.Error("no record " + Num(record));
+    const RecordEntry& r = m.records[record];
+    if (k >= r.frame_count) return m.Error("record " + Num(record) + " has no frame " + Num(k));
+    const FrameEntry& f = m.frames[r.first_frame + k];
+    if (dst == nullptr || capacity < f.raw_size)
+      return m.Error("frame " + Num(k) + " of record " + Num(record) + ": destination too small");
+    const Item item{r.first_frame + k, record, k, static_cast<uint8_t*>(dst)};
+    if (std::string e = m.DecodeItem(item, static_cast<ZSTD_DCtx*>(dctx_), &in_, &scratch_);
+        !e.empty())
+      return m.Error(e);
+    *raw_size = f.raw_size;
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return m.Error(std::string("internal error: ") + e.what());
+  }
+}
+
 }  // namespace vgpu::checkpoint

@@ -73,9 +73,33 @@ class ImageReader {
   Status VerifyData() const;
 
  private:
+  friend class FrameDecoder;
   struct Impl;
   explicit ImageReader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// Decodes single frames, for a caller that runs its own pipeline (a restore
+// decoding into pinned buffers that feed device copies, verifying each frame
+// as it goes). One decoder per thread, any number per reader; the reader must
+// outlive them.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(const ImageReader& reader);
+  ~FrameDecoder();
+  FrameDecoder(const FrameDecoder&) = delete;
+  FrameDecoder& operator=(const FrameDecoder&) = delete;
+
+  // Reads frame k of record `record`, checks its checksum (and zstd's and the
+  // exact size) and decodes it into dst, which holds `capacity` bytes; the
+  // frame's size is frame_size except for a record's last frame. On failure
+  // dst's contents are unspecified.
+  Status Decode(size_t record, uint64_t k, void* dst, size_t capacity, size_t* raw_size);
+
+ private:
+  const ImageReader& reader_;
+  void* dctx_;  // ZSTD_DCtx
+  std::vector<uint8_t> in_, scratch_;
 };
 
 }  // namespace vgpu::checkpoint

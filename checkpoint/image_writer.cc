@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -38,6 +39,7 @@ struct ImageWriter::Impl {
   uint8_t* frame = nullptr;  // the frame being filled, from pipe->Acquire()
   size_t frame_len = 0;
   uint64_t frames_submitted = 0;
+  std::deque<size_t> open_frames;  // lengths of frames handed out by NextFrame
   uint64_t appended = 0;
   std::atomic<uint64_t> declared{0}, written{0};
   std::mutex progress_mu;
@@ -61,8 +63,10 @@ Status ImageWriter::Impl::Fail(const std::string& what) {
 }
 
 void ImageWriter::Impl::Cleanup() {
+  // The pipeline (and its frame buffers) lives on until the writer is
+  // destroyed: a caller's DMA into a frame from NextFrame may still be
+  // running when an error surfaces.
   if (pipe) pipe->Stop();
-  pipe.reset();
   if (fd >= 0) ::close(fd);
   if (fd >= 0 || !temp.empty()) ::unlink(temp.c_str());
   fd = -1;
@@ -146,12 +150,15 @@ Status ImageWriter::Impl::Open(const ImageMetadata& m) {
   EncodeHeader(MakeHeader(m, opt.frame_size), &header_bytes);
   if (int err = WriteAll(fd, header_bytes.data(), header_bytes.size()); err != 0)
     return Fail("cannot write " + temp + ": " + ErrnoText(err));
+  // One slot more than NextFrame may hold open, so that handing out frames
+  // never waits for a frame only the caller can commit.
   PipelineOptions po{opt.threads,
-                     std::max(opt.frames_in_flight, 2),
+                     std::max(opt.frames_in_flight, kMaxOpenFrames + 1),
                      opt.compression_level,
                      opt.frame_size,
                      opt.sync,
-                     opt.min_saving_pct};
+                     opt.min_saving_pct,
+                     opt.frame_buffers};
   pipe = std::make_unique<FramePipeline>(fd, header_bytes.size(), po,
                                          [this](uint64_t raw) { Progress(raw); });
   if (std::string e = pipe->Start(); !e.empty()) return Fail(e);
@@ -246,8 +253,9 @@ Status ImageWriter::BeginRecord(uint64_t va, uint64_t size, uint32_t flags, int 
       if (hits_next || hits_prev) return m.Fail(rec + "VA range overlaps an earlier record");
       m.ranges.emplace(va, va + size);
     }
+    const uint64_t first_frame = m.frames_submitted + m.open_frames.size();
     m.records.push_back(
-        {va, size, 0, m.frames_submitted, flags, device, static_cast<uint32_t>(frames), 0});
+        {va, size, 0, first_frame, flags, device, static_cast<uint32_t>(frames), 0});
   } catch (const std::exception& e) {
     return m.Fail(std::string("internal error: ") + e.what());
   }
@@ -261,6 +269,7 @@ Status ImageWriter::Append(const void* data, size_t n) {
   Impl& m = *impl_;
   if (Status s = m.CheckUsable(); !s.ok()) return s;
   if (!m.record_open) return m.Fail("Append without an open record");
+  if (!m.open_frames.empty()) return m.Fail("Append while frames from NextFrame are not committed");
   const uint64_t size = m.records.back().size;
   if (n > size - m.record_done)
     return m.Fail("record " + std::to_string(m.records.size() - 1) + ": Append past its size " +
@@ -281,6 +290,40 @@ Status ImageWriter::Append(const void* data, size_t n) {
   return Status::Ok();
 }
 
+Status ImageWriter::NextFrame(uint8_t** data, size_t* n) {
+  Impl& m = *impl_;
+  *data = nullptr;
+  *n = 0;
+  if (Status s = m.CheckUsable(); !s.ok()) return s;
+  if (!m.record_open) return m.Fail("NextFrame without an open record");
+  if (m.frame != nullptr) return m.Fail("NextFrame inside a frame begun by Append");
+  if (m.open_frames.size() >= static_cast<size_t>(kMaxOpenFrames))
+    return m.Fail("NextFrame with " + std::to_string(kMaxOpenFrames) + " frames not committed");
+  const uint64_t size = m.records.back().size;
+  if (m.record_done == size)
+    return m.Fail("record " + std::to_string(m.records.size() - 1) + ": NextFrame past its size");
+  uint8_t* buf = m.pipe->Acquire();
+  if (buf == nullptr) return m.Fail(m.pipe->error());
+  const size_t take =
+      static_cast<size_t>(std::min<uint64_t>(m.opt.frame_size, size - m.record_done));
+  m.open_frames.push_back(take);
+  m.record_done += take;
+  m.appended += take;
+  *data = buf;
+  *n = take;
+  return Status::Ok();
+}
+
+Status ImageWriter::CommitFrame() {
+  Impl& m = *impl_;
+  if (Status s = m.CheckUsable(); !s.ok()) return s;
+  if (m.open_frames.empty()) return m.Fail("CommitFrame without a frame from NextFrame");
+  m.frame_len = m.open_frames.front();
+  m.open_frames.pop_front();
+  m.SubmitFrame();
+  return Status::Ok();
+}
+
 Status ImageWriter::EndRecord() {
   Impl& m = *impl_;
   if (Status s = m.CheckUsable(); !s.ok()) return s;
@@ -297,6 +340,7 @@ Status ImageWriter::Finish() {
   Impl& m = *impl_;
   if (Status s = m.CheckUsable(); !s.ok()) return s;
   if (m.record_open) return m.Fail("Finish while a record is open");
+  if (!m.open_frames.empty()) return m.Fail("Finish while frames are not committed");
   try {
     if (std::string e = m.pipe->Drain(); !e.empty()) return m.Fail(e);
     if (Status s = m.WriteTablesAndTrailer(); !s.ok()) return s;

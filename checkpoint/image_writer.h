@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "checkpoint/frame_pipeline.h"  // FrameBufferAllocator
 #include "checkpoint/image_format.h"
 #include "checkpoint/status.h"
 
@@ -61,6 +62,7 @@ struct WriterOptions {
   // try zstd on the whole frame.
   int min_saving_pct = 10;
   ProgressFn progress;
+  FrameBufferAllocator frame_buffers;  // empty: heap
   bool sync = true;  // fsync file and directory; false only for tests
 };
 
@@ -77,6 +79,18 @@ class ImageWriter {
   Status BeginRecord(uint64_t va, uint64_t size, uint32_t flags, int device);
   // Adds bytes to the open record; never more than its declared size.
   Status Append(const void* data, size_t n);
+  // Zero-copy alternative to Append for producers that fill frames
+  // asynchronously (a device-to-host DMA): hands out the buffer of the open
+  // record's next frame and the bytes to put into it (*n <= frame_size). Up
+  // to kMaxOpenFrames frames may be handed out before the oldest is
+  // committed, so the next copy can run while the previous one completes.
+  // Not to be mixed with Append within a frame. Blocks while the pipeline is
+  // full. The buffers stay allocated until the writer is destroyed, even
+  // after an error, so a copy still running into one never hits freed memory.
+  static constexpr int kMaxOpenFrames = 2;
+  Status NextFrame(uint8_t** data, size_t* n);
+  // Submits the oldest frame handed out by NextFrame: its bytes are final.
+  Status CommitFrame();
   // Closes the open record; it must have received exactly its size.
   Status EndRecord();
   // Writes the tables and the trailer, makes the image durable, renames it to

@@ -83,6 +83,11 @@ class ResidencyHandler : public ctl::Handler {
                         {"seconds", r.seconds},
                         {"state", residency::StateName(residency::CurrentState())}};
     if (!r.path.empty()) j["path"] = r.path;
+    if (!r.phases.empty()) {
+      nlohmann::json phases = nlohmann::json::object();
+      for (const auto& [name, seconds] : r.phases) phases[name] = seconds;
+      j["phases"] = phases;
+    }
     return Response::Ok(j);
   }
 

@@ -83,7 +83,9 @@
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
   X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSetCurrent) X(cuCtxSynchronize)  \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
-  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)
+  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
+  X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
+  X(cuStreamDestroy_v2)
 
 // NVML entry points (types from sim/nvml/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \

@@ -21,6 +21,7 @@
 #include "common/byte_size.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
+#include "intercept/residency_staging.h"
 #include "vmm/vmm.h"
 
 namespace vgpu::residency {
@@ -135,10 +136,70 @@ Result RefuseNonMigratable() {
                                     " bytes of non-migratable memory (managed/arrays)");
 }
 
+// Appends a suspended allocation from its host copy.
+Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
+  constexpr size_t kPiece = 16ull << 20;
+  for (size_t o = 0; o < a.size; o += kPiece) {
+    const uint8_t* src = vmm::Manager::Get().HostCopy(a.va + o);
+    if (src == nullptr) return Result::Error("EIO", "suspended allocation has no host copy");
+    if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
+      return Result::Error("EIO", st.message());
+    }
+  }
+  return Result::Ok();
+}
+
 std::string ImagePath(const std::string& from) {
   std::error_code ec;
   if (std::filesystem::is_directory(from, ec)) return from + "/" + kImageName;
   return from;
+}
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// The image must describe exactly this process's allocations (same VAs,
+// sizes, devices): pairs every record with its allocation, or says why not.
+Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
+                  std::vector<RestoreTarget>* targets) {
+  std::vector<vmm::AllocationInfo> allocs = vmm::Manager::Get().Allocations();
+  auto recs = reader.records();
+  const std::string prefix = "checkpoint image " + path + " does not match this process: ";
+  if (recs.size() != allocs.size()) {
+    return Result::Error("EIO", prefix + std::to_string(recs.size()) +
+                                    " records, the process has " + std::to_string(allocs.size()) +
+                                    " allocations");
+  }
+  std::vector<size_t> order(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return recs[a].va < recs[b].va; });
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const auto& r = recs[order[i]];
+    if (r.va != allocs[i].va || r.size != allocs[i].size ||
+        static_cast<int>(r.device) != allocs[i].device) {
+      return Result::Error("EIO",
+                           prefix + "record at VA " + Hex(r.va) + " has no matching allocation");
+    }
+    targets->push_back({order[i], allocs[i]});
+  }
+  return Result::Ok();
+}
+
+// Maps fresh device memory and streams the image into it.
+std::string MapAndLoad(const checkpoint::ImageReader& reader,
+                       const std::vector<RestoreTarget>& targets, const Progress& progress) {
+  if (CUresult r = vmm::Manager::Get().RecreateAll(nullptr); r != CUDA_SUCCESS) {
+    return "cannot map device memory for the restore: " + CuErr(r);
+  }
+  uint64_t total = reader.info().data_bytes;
+  if (progress) progress("restore", 0, total);
+  int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  return RestoreFrames(reader, targets, threads, [&](uint64_t d, uint64_t t) {
+    if (progress) progress("restore", d, t);
+  });
 }
 
 Result RestoreLocked(const std::string& from, const Progress& progress) {
@@ -152,92 +213,36 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
     return Result::Error("EIO", s.message());
   }
-  // The image must describe exactly this process's allocations.
-  std::vector<vmm::AllocationInfo> allocs = vmm::Manager::Get().Allocations();
-  auto recs = reader->records();
-  if (recs.size() != allocs.size()) {
-    return Result::Error("EIO", "checkpoint image " + path + " does not match this process: " +
-                                       std::to_string(recs.size()) + " records, the process has " +
-                                       std::to_string(allocs.size()) + " allocations");
-  }
-  std::vector<size_t> order(recs.size());
-  for (size_t i = 0; i < recs.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return recs[a].va < recs[b].va; });
-  for (size_t i = 0; i < allocs.size(); ++i) {
-    const auto& r = recs[order[i]];
-    if (r.va != allocs[i].va || r.size != allocs[i].size ||
-        static_cast<int>(r.device) != allocs[i].device) {
-      return Result::Error("EIO", "checkpoint image " + path +
-                                         " does not match this process: record at VA 0x" +
-                                         [&] { char b[32]; snprintf(b, sizeof b, "%llx", (unsigned long long)r.va); return std::string(b); }() +
-                                         " has no matching allocation");
-    }
-  }
-  if (progress) progress("verify", 0, reader->info().data_bytes);
-  if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message());
-
-  // Nothing has changed so far. From here on the process's memory is rewritten.
-  State before = g_state.load();
-  if (before == State::kRunning) Quiesce();
+  std::vector<RestoreTarget> targets;
+  if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
   vmm::Manager& m = vmm::Manager::Get();
-  m.DropHostCopies();
-  if (CUresult r = m.RecreateAll(nullptr); r != CUDA_SUCCESS) {
-    g_state.store(State::kCheckpointed);  // no host copy any more: the image is the data
-    *g_last_path = path;
-    return Result::Error("EIO", "cannot map device memory for the restore: " + CuErr(r));
-  }
-  uint64_t total = reader->info().data_bytes, done = 0;
-  constexpr uint64_t kBatch = 256ull << 20;
-  std::vector<std::unique_ptr<uint8_t[]>> bufs;
-  std::vector<checkpoint::ReadTarget> targets;
-  std::vector<const vmm::AllocationInfo*> dsts;
-  uint64_t batch_bytes = 0;
-  std::string failure;
-  auto flush = [&]() -> bool {
-    if (targets.empty()) return true;
-    if (auto s = reader->ReadRecords(targets); !s.ok()) {
-      failure = s.message();
-      return false;
+  State before = g_state.load();
+  if (before == State::kCheckpointed) {
+    // The device memory is released and the data lives only in an image:
+    // one pass, each frame verified as it is read. A bad frame releases what
+    // was mapped again, which is exactly the state before the call.
+    if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
+      m.ReleaseAll(false, nullptr);
+      return Result::Error("EIO", "restore from " + path + " refused: " + e +
+                                      " (the process stays suspended; its memory is still in " +
+                                      *g_last_path + ")");
     }
-    for (size_t k = 0; k < targets.size(); ++k) {
-      const vmm::AllocationInfo* a = dsts[k];
-      CUresult r = vmm::Manager::WithContext(a->ctx, [&] {
-        return REAL_CALL(cuMemcpyHtoD_v2, a->va, targets[k].dst, targets[k].size);
-      });
-      if (r != CUDA_SUCCESS) {
-        failure = "copy to device: " + CuErr(r);
-        return false;
-      }
-      done += targets[k].size;
-      if (progress) progress("restore", done, total);
+  } else {
+    // Running, or suspended with host copies: those are the data until the
+    // whole image is known good, so verify every frame before touching them.
+    if (progress) progress("verify", 0, reader->info().data_bytes);
+    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message());
+    if (before == State::kRunning) Quiesce();
+    m.DropHostCopies();
+    if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
+      // The host copies are gone; the process's memory is what was loaded.
+      g_state.store(State::kSuspended);
+      return Result::Error("EIO", "restore from " + path + " failed midway: " + e);
     }
-    targets.clear();
-    dsts.clear();
-    bufs.clear();
-    batch_bytes = 0;
-    return true;
-  };
-  for (size_t i = 0; i < allocs.size(); ++i) {
-    size_t n = allocs[i].size;
-    std::unique_ptr<uint8_t[]> b(new (std::nothrow) uint8_t[n]);
-    if (b == nullptr) {
-      failure = "out of host memory";
-      break;
-    }
-    targets.push_back({order[i], b.get(), n});
-    dsts.push_back(&allocs[i]);
-    bufs.push_back(std::move(b));
-    batch_bytes += n;
-    if (batch_bytes >= kBatch && !flush()) break;
-  }
-  if (failure.empty()) flush();
-  if (!failure.empty()) {
-    g_state.store(State::kSuspended);
-    return Result::Error("EIO", "restore from " + path + " failed midway: " + failure);
   }
   g_state.store(State::kRunning);
   OpenGate();
-  return Done("restored", total, t0, path);
+  return Done("restored", reader->info().data_bytes, t0, path);
 }
 
 }  // namespace
@@ -328,9 +333,14 @@ Result Suspend(const Progress& progress) {
   if (Result r = RefuseNonMigratable(); !r.ok) return r;
   auto t0 = std::chrono::steady_clock::now();
   Quiesce();
+  auto t_drained = std::chrono::steady_clock::now();
   vmm::Manager& m = vmm::Manager::Get();
   uint64_t bytes = m.MappedBytes();
+  // ReleaseAll copies every chunk out before it unmaps any: the progress call
+  // that reports the last byte marks the end of the copy phase.
+  auto t_copied = t_drained;
   CUresult r = m.ReleaseAll(true, [&](uint64_t d, uint64_t t) {
+    if (d == t) t_copied = std::chrono::steady_clock::now();
     if (progress) progress("copy", d, t);
   });
   if (r != CUDA_SUCCESS) {
@@ -338,10 +348,17 @@ Result Suspend(const Progress& progress) {
     return Result::Error("EIO", "suspend failed copying device memory out: " + CuErr(r));
   }
   g_state.store(State::kSuspended);
+  auto t_end = std::chrono::steady_clock::now();
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   Result res;
   res.bytes = bytes;
-  res.seconds = Since(t0);
-  VGPU_LOG(kInfo, "suspended: %s released in %.3f s", FormatByteSize(bytes).c_str(), res.seconds);
+  res.seconds = secs(t0, t_end);
+  res.phases = {{"drain", secs(t0, t_drained)},
+                {"copy_out", secs(t_drained, t_copied)},
+                {"release", secs(t_copied, t_end)}};
+  VGPU_LOG(kInfo, "suspended: %s released in %.3f s (drain %.3f, copy out %.3f, release %.3f)",
+           FormatByteSize(bytes).c_str(), res.seconds, res.phases[0].second,
+           res.phases[1].second, res.phases[2].second);
   return res;
 }
 
@@ -397,30 +414,23 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   checkpoint::WriterOptions wo;
   wo.total_bytes = total;
   if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
+  // Running: the device copies go by DMA straight into pinned frame buffers.
+  if (s == State::kRunning && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
   std::unique_ptr<checkpoint::ImageWriter> w;
   if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
     return undo(Result::Error("EIO", st.message()));
   }
-  constexpr size_t kPiece = 16ull << 20;
-  std::unique_ptr<uint8_t[]> staging(new (std::nothrow) uint8_t[kPiece]);
-  if (staging == nullptr) return undo(Result::Error("EIO", "out of host memory"));
+  CopyStreams streams;  // declared after w: its copies finish before w's buffers go
   for (const auto& a : allocs) {
     if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
       return undo(Result::Error("EIO", st.message()));
     }
-    for (size_t o = 0; o < a.size; o += kPiece) {
-      size_t n = std::min(kPiece, a.size - o);
-      const uint8_t* src = nullptr;
-      if (s == State::kSuspended) {
-        src = m.HostCopy(a.va + o);
-        if (src == nullptr) return undo(Result::Error("EIO", "suspended allocation has no host copy"));
-      } else {
-        CUresult r = vmm::Manager::WithContext(
-            a.ctx, [&] { return REAL_CALL(cuMemcpyDtoH_v2, staging.get(), a.va + o, n); });
-        if (r != CUDA_SUCCESS) return undo(Result::Error("EIO", "copy from device: " + CuErr(r)));
-        src = staging.get();
+    if (s == State::kRunning) {
+      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) {
+        return undo(Result::Error("EIO", e));
       }
-      if (auto st = w->Append(src, n); !st.ok()) return undo(Result::Error("EIO", st.message()));
+    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
+      return undo(r);
     }
     if (auto st = w->EndRecord(); !st.ok()) return undo(Result::Error("EIO", st.message()));
   }

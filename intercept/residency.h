@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace vgpu::residency {
 
@@ -74,6 +76,10 @@ struct Result {
   uint64_t bytes = 0;
   double seconds = 0;
   std::string path;
+  // Named phases of the operation in seconds, in order (suspend: "drain",
+  // "copy_out", "release"), so that the latency beyond the copy can be told
+  // apart from the copy itself.
+  std::vector<std::pair<std::string, double>> phases;
   static Result Ok() { return {}; }
   static Result Error(std::string c, std::string m) {
     Result r;

@@ -2,7 +2,8 @@
 # vgpu demo on the simulated GPU node: installs the build dependencies if they
 # are missing (as root, from Debian), builds with the default preset, then
 # trains the SGD sample from C++ and from Python on the simulated node, plain
-# and under LD_PRELOAD=libvgpu.so.
+# and under LD_PRELOAD=libvgpu.so, runs two jobs with their own quotas side by
+# side, and checkpoints a running job to disk and restores it (vgpuctl).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,6 +99,42 @@ run_two_jobs() {
   python3 "${view}" "node"
 }
 
+# A training job is checkpointed to disk while it runs (its device memory is
+# released meanwhile) and restored with vgpuctl; its final checksum must equal
+# that of an uninterrupted run. Agent sockets go to a private run directory,
+# so this needs no root.
+run_checkpoint_restore() {
+  local lib="${BUILD}/lib/libvgpu.so" ctl="${BUILD}/bin/vgpuctl"
+  local train="${BUILD}/samples/vgpu_sample_train" cubin="${BUILD}/samples/sgd_kernels.cubin"
+  local -a args=(--steps 300 --report-every 100 --sleep-ms 5 "${cubin}")
+  section "Checkpoint and restore a running job (VGPU_VMM=on, vgpuctl checkpoint / restore)"
+  "${train}" "${args[@]}" > "${TMP}/ref.out"
+  echo "uninterrupted run:         $(checksum_of "${TMP}/ref.out")"
+  export VGPU_RUN_DIR="${TMP}/run"
+  mkdir -p "${VGPU_RUN_DIR}"
+  VGPU_VMM=on LD_PRELOAD="${lib}" "${train}" "${args[@]}" > "${TMP}/job.out" &
+  local job=$! i
+  for ((i = 0; i < 500; ++i)); do  # the agent listens once the job has called cuInit
+    [[ -S "${VGPU_RUN_DIR}/agent-${job}.sock" ]] && break
+    sleep 0.01
+  done
+  sleep 0.3
+  echo "\$ vgpuctl checkpoint ${job} --dir ${TMP}/ckpt"
+  "${ctl}" checkpoint "${job}" --dir "${TMP}/ckpt" -q
+  echo "\$ vgpuctl ps    # suspended: device memory released (the quota charge stays), CUDA calls wait"
+  "${ctl}" ps
+  ls -l "${TMP}/ckpt"
+  sleep 0.5
+  echo "\$ vgpuctl restore ${job} --from ${TMP}/ckpt"
+  "${ctl}" restore "${job}" --from "${TMP}/ckpt" -q
+  wait "${job}" || die "the restored job failed: $(cat "${TMP}/job.out")"
+  unset VGPU_RUN_DIR
+  echo "checkpointed and restored: $(checksum_of "${TMP}/job.out")"
+  [[ "$(checksum_of "${TMP}/ref.out")" == "$(checksum_of "${TMP}/job.out")" ]] \
+    || die "the restored job's checksum differs from the uninterrupted run"
+  echo "same result as the uninterrupted run"
+}
+
 main() {
   install_dependencies
   build
@@ -110,6 +147,7 @@ main() {
   if [[ -f "${BUILD}/lib/libvgpu.so" ]]; then
     run_samples "${BUILD}/lib/libvgpu.so" " under LD_PRELOAD=libvgpu.so"
     run_two_jobs
+    run_checkpoint_restore
   else
     section "libvgpu.so not built; skipping the interposed run"
   fi

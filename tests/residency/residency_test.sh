@@ -79,10 +79,23 @@ corrupt)
   cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
   size=$(stat -c %s "$work/bad/image.vgpuckpt")
   printf '\xff\xff\xff\xff' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  released=$(meminfo_free)
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
   cat "$work/ctl.out"
   "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
   grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after refused restore"; }
+  # Damage in the last frame: restore verifies frame by frame while it maps
+  # and copies, so by then nearly everything is on the device; the refusal
+  # must release it all again.
+  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
+  tables=$(tail -c 64 "$work/bad/image.vgpuckpt" | od -An -tu8 -N8 | tr -d ' ')
+  printf '\xa5' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((tables - 7)) conv=notrunc status=none
+  if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "image with a damaged last frame accepted"; fi
+  cat "$work/ctl.out"
+  grep -q "stays suspended" "$work/ctl.out" || fail "refusal does not say the process stays suspended"
+  after=$(meminfo_free)
+  echo "device free while checkpointed $released, after the refused restore $after"
+  [ "$after" = "$released" ] || fail "refused restore left device memory mapped"
   : >"$work/bad/image.vgpuckpt"
   if "$VGPUCTL" restore $child --from "$work/bad" >/dev/null 2>&1; then fail "truncated image accepted"; fi
   ctl restore $child --from "$work/good" || fail "restore from the good image"

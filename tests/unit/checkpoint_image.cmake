@@ -6,3 +6,10 @@ target_link_libraries(checkpoint_image_test PRIVATE vgpu_checkpoint vgpu_warning
                       GTest::gtest_main Threads::Threads)
 gtest_discover_tests(checkpoint_image_test DISCOVERY_TIMEOUT 60
                      PROPERTIES LABELS unit TIMEOUT 300)
+
+# Frame-level APIs of the residency pipeline (NextFrame/CommitFrame, FrameDecoder).
+add_executable(checkpoint_frames_test ${CMAKE_CURRENT_LIST_DIR}/checkpoint_frames_test.cc)
+target_link_libraries(checkpoint_frames_test PRIVATE vgpu_checkpoint vgpu_warnings
+                      GTest::gtest_main Threads::Threads)
+gtest_discover_tests(checkpoint_frames_test DISCOVERY_TIMEOUT 60
+                     PROPERTIES LABELS unit TIMEOUT 120)
