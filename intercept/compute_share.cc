@@ -131,9 +131,8 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
     if (!s.must_yield.load() && !s.holding.load() && region_->TryAcquire(device, client_, now)) {
       std::lock_guard<std::mutex> lock(join_mu_);
       if (!s.holding.load()) {
-        s.charged_until_ns = now;
-        s.idle_since_ns = 0;
-        s.fresh_lease.store(true, std::memory_order_relaxed);
+        s.grant_ns.store(now, std::memory_order_relaxed);
+        s.fresh_lease.store(true, std::memory_order_release);
         region_->ClearDemand(device, client_);
         s.holding.store(true, std::memory_order_release);
         FutexWakeAll(&wake_);
@@ -222,7 +221,6 @@ bool ComputeShare::DrainToLead(int device, uint64_t now) {
 void ComputeShare::FinishTail(int device) {
   DrainAll(device);
   PerDevice& s = dev_[device];
-  std::lock_guard<std::mutex> lock(join_mu_);
   if (s.holding.load()) return;  // re-acquired meanwhile: that lease charges from its grant
   s.last_seen_launched = s.launched.load();
   s.busy = false;
@@ -241,6 +239,14 @@ void ComputeShare::GiveUp(int device, uint64_t now) {
 bool ComputeShare::Tick(int device, uint64_t now) {
   PerDevice& s = dev_[device];
   REAL_CALL(cuCtxSetCurrent, s.ctx.load());
+  if (s.fresh_lease.exchange(false, std::memory_order_acquire)) {
+    // A new lease: charging starts at the grant; time spent waiting for the
+    // lease is neither charged nor GPU time per launch.
+    s.charged_until_ns = s.grant_ns.load(std::memory_order_relaxed);
+    s.idle_since_ns = 0;
+    s.rate_launches = s.completed.load();
+    s.rate_since_ns = s.charged_until_ns;
+  }
   bool waited = WaitMarker(device);
   // No marker covers the tail of a burst: drain it once nothing new comes.
   if (!waited && s.launched.load() != s.completed.load() &&
@@ -283,10 +289,6 @@ bool ComputeShare::Tick(int device, uint64_t now) {
 void ComputeShare::UpdateQueueBound(int device, uint64_t now) {
   PerDevice& s = dev_[device];
   uint64_t done = s.completed.load();
-  if (s.fresh_lease.exchange(false)) {  // time spent waiting for the lease is not per launch
-    s.rate_launches = done;
-    s.rate_since_ns = now;
-  }
   if (done > s.rate_launches + 8 && now > s.rate_since_ns) {
     double per = static_cast<double>(now - s.rate_since_ns) / static_cast<double>(done - s.rate_launches);
     s.avg_launch_ns = s.avg_launch_ns == 0 ? per : 0.7 * s.avg_launch_ns + 0.3 * per;

@@ -57,7 +57,8 @@ class ComputeShare {
   struct PerDevice {
     std::atomic<bool> holding{false};
     std::atomic<bool> must_yield{false};
-    std::atomic<bool> fresh_lease{false};  // set at acquisition: restart the rate window
+    std::atomic<bool> fresh_lease{false};  // set by the acquiring thread, taken by the accountant
+    std::atomic<uint64_t> grant_ns{0};     // when the current lease was granted
     std::atomic<uint64_t> launched{0};
     std::atomic<uint64_t> completed{0};
     std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
@@ -74,6 +75,7 @@ class ComputeShare {
     std::atomic<uint32_t> marker_head{0};  // written by launching threads
     uint32_t marker_tail = 0;              // accountant only
     std::atomic<uint64_t> next_marker_at{0};
+    // Accountant thread only:
     bool busy = false;             // the queue was non-empty at the last tick
     uint64_t last_seen_launched = 0;
     uint64_t idle_since_ns = 0;
