@@ -209,6 +209,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) return Result::Error("ENOENT", "no checkpoint image at " + path);
   checkpoint::ReaderOptions ro;
+  ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
     return Result::Error("EIO", s.message());
