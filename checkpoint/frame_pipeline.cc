@@ -42,9 +42,11 @@ constexpr uint64_t kWritebackChunk = 64ull << 20;
 
 }  // namespace
 
-FramePipeline::FramePipeline(int fd, uint64_t data_start, const PipelineOptions& options,
+FramePipeline::FramePipeline(int fd, AlignedAppender* out, uint64_t data_start,
+                             const PipelineOptions& options,
                              std::function<void(uint64_t)> on_written)
     : fd_(fd),
+      out_(out),
       opt_(options),
       on_written_(std::move(on_written)),
       offset_(data_start),
@@ -149,12 +151,13 @@ void FramePipeline::CompressLoop() {
 }
 
 std::string FramePipeline::WriteFrame(Slot& s) {
-  if (int err = WriteAll(fd_, s.stored, s.stored_len); err != 0)
+  if (int err = out_->Append(s.stored, s.stored_len); err != 0)
     return "write failed: " + ErrnoText(err);
   frames_.push_back({offset_, s.checksum, static_cast<uint32_t>(s.stored_len),
                      static_cast<uint32_t>(s.in_len), static_cast<uint32_t>(s.codec), 0});
   offset_ += s.stored_len;
-  if (opt_.start_writeback && offset_ - writeback_from_ >= kWritebackChunk) {
+  // Direct writes leave nothing in the page cache to hurry or drop.
+  if (opt_.start_writeback && !out_->direct() && offset_ - writeback_from_ >= kWritebackChunk) {
     // Only hints: errors surface at fsync() time.
     sync_file_range(fd_, static_cast<off_t>(writeback_from_),
                     static_cast<off_t>(offset_ - writeback_from_), SYNC_FILE_RANGE_WRITE);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/direct_io.h"
 #include "checkpoint/image_format.h"
 
 namespace vgpu::checkpoint {
@@ -37,9 +38,10 @@ struct PipelineOptions {
 
 class FramePipeline {
  public:
-  // Frames are written to `fd` starting at file offset `data_start`.
-  // `on_written(raw_bytes)` runs on the I/O thread after each frame.
-  FramePipeline(int fd, uint64_t data_start, const PipelineOptions& options,
+  // Frames are appended to `out` (the file `fd`), the first at file offset
+  // `data_start`. `on_written(raw_bytes)` runs on the I/O thread after each
+  // frame.
+  FramePipeline(int fd, AlignedAppender* out, uint64_t data_start, const PipelineOptions& options,
                 std::function<void(uint64_t)> on_written);
   ~FramePipeline();  // Stop()
 
@@ -75,6 +77,7 @@ class FramePipeline {
   std::string WriteFrame(Slot& slot);
 
   const int fd_;
+  AlignedAppender* const out_;  // I/O thread only until joined
   const PipelineOptions opt_;
   const std::function<void(uint64_t)> on_written_;
   uint64_t offset_;  // I/O thread only until joined

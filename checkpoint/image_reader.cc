@@ -26,19 +26,45 @@ class Source {
   virtual ~Source() = default;
   // 0, an errno value, or -1 when [offset, offset + n) is past the end.
   virtual int ReadAt(uint64_t offset, void* dst, size_t n) const = 0;
+  // Frame bytes [offset, offset + n): points *out at them, at `dst` when the
+  // source read them there, else into *buf or the source's own memory.
+  // Same return values as ReadAt.
+  virtual int Fetch(uint64_t offset, size_t n, uint8_t* dst, AlignedBuffer* buf,
+                    const uint8_t** out) const = 0;
+  virtual bool direct() const { return false; }
   uint64_t size = 0;
 };
 
+// Header and tables through the page cache (small, read once at Open); frame
+// data through `frames`, with O_DIRECT when it has it.
 class FileSource : public Source {
  public:
   explicit FileSource(int fd) : fd_(fd) {}
-  ~FileSource() override { ::close(fd_); }
+  ~FileSource() override {
+    frames_.reset();
+    ::close(fd_);
+  }
+  void SetFrameReader(int direct_fd, const std::string& name, LogFn log) {
+    frames_ = std::make_unique<RangeReader>(fd_, direct_fd, name, std::move(log));
+  }
   int ReadAt(uint64_t offset, void* dst, size_t n) const override {
     return PreadAll(fd_, dst, n, offset);
   }
+  int Fetch(uint64_t offset, size_t n, uint8_t* dst, AlignedBuffer* buf,
+            const uint8_t** out) const override {
+    if (frames_) return frames_->Read(offset, n, dst, buf, out);
+    if (dst == nullptr) {
+      if (!buf->Reserve(n)) return ENOMEM;
+      dst = buf->data();
+    }
+    *out = dst;
+    return PreadAll(fd_, dst, n, offset);
+  }
+  bool direct() const override { return frames_ && frames_->direct(); }
 
  private:
   int fd_;
+  std::unique_ptr<RangeReader> frames_;
 };
 
 class MemorySource : public Source {
@@ -47,6 +73,13 @@ class MemorySource : public Source {
   int ReadAt(uint64_t offset, void* dst, size_t n) const override {
     if (offset > size || n > size - offset) return -1;
     if (n) std::memcpy(dst, data_ + offset, n);
+    return 0;
+  }
+  // No copy: the bytes are already in memory.
+  int Fetch(uint64_t offset, size_t n, uint8_t*, AlignedBuffer*,
+            const uint8_t** out) const override {
+    if (offset > size || n > size - offset) return -1;
+    *out = data_ + offset;
     return 0;
   }
 
@@ -88,10 +121,12 @@ struct ImageReader::Impl {
     return Status::Error("checkpoint image " + name + ": " + what);
   }
   std::string Read(uint64_t offset, void* dst, size_t n, const char* what) const;
+  std::string FetchFrame(const FrameEntry& f, uint8_t* dst, AlignedBuffer* buf,
+                         const uint8_t** stored) const;
   Status Load();
   std::string LoadHeader(std::vector<uint8_t>* header_bytes);
   std::string LoadTables(const std::vector<uint8_t>& header_bytes);
-  std::string DecodeItem(const Item& item, ZSTD_DCtx* dctx, std::vector<uint8_t>* in,
+  std::string DecodeItem(const Item& item, ZSTD_DCtx* dctx, AlignedBuffer* in,
                          std::vector<uint8_t>* scratch) const;
   Status Run(const std::vector<Item>& items, uint64_t total) const;
 };
@@ -101,6 +136,14 @@ std::string ImageReader::Impl::Read(uint64_t offset, void* dst, size_t n, const 
   if (rc == 0) return "";
   if (rc < 0) return std::string("file ends inside the ") + what + " (truncated)";
   return std::string("cannot read the ") + what + ": " + ErrnoText(rc);
+}
+
+std::string ImageReader::Impl::FetchFrame(const FrameEntry& f, uint8_t* dst, AlignedBuffer* buf,
+                                          const uint8_t** stored) const {
+  const int rc = src->Fetch(f.offset, f.stored_size, dst, buf, stored);
+  if (rc == 0) return "";
+  if (rc < 0) return "file ends inside the frame data (truncated)";
+  return "cannot read the frame data: " + ErrnoText(rc);
 }
 
 std::string ImageReader::Impl::LoadHeader(std::vector<uint8_t>* bytes) {
@@ -169,35 +212,30 @@ Status ImageReader::Impl::Load() {
   return Status::Ok();
 }
 
-std::string ImageReader::Impl::DecodeItem(const Item& it, ZSTD_DCtx* dctx, std::vector<uint8_t>* in,
+std::string ImageReader::Impl::DecodeItem(const Item& it, ZSTD_DCtx* dctx, AlignedBuffer* in,
                                           std::vector<uint8_t>* scratch) const {
   const FrameEntry& f = frames[it.frame];
+  const auto codec = static_cast<Codec>(f.codec);
   const std::string where = "frame " + Num(it.k) + " of record " + Num(it.record);
-  uint8_t* out = it.dst;
-  if (out == nullptr && f.codec != static_cast<uint32_t>(Codec::kZero)) {
-    if (scratch->size() < f.raw_size) scratch->resize(f.raw_size);
-    out = scratch->data();
-  }
   const uint8_t* stored = nullptr;
-  switch (static_cast<Codec>(f.codec)) {
-    case Codec::kZero:
-      if (it.dst) std::memset(it.dst, 0, f.raw_size);
-      break;
-    case Codec::kRaw:  // straight into the destination, no staging copy
-      if (std::string e = Read(f.offset, out, f.stored_size, "frame data"); !e.empty())
-        return where + ": " + e;
-      stored = out;
-      break;
-    case Codec::kZstd:
-      if (in->size() < f.stored_size) in->resize(f.stored_size);
-      if (std::string e = Read(f.offset, in->data(), f.stored_size, "frame data"); !e.empty())
-        return where + ": " + e;
-      stored = in->data();
-      break;
+  if (codec == Codec::kZero) {
+    if (it.dst) std::memset(it.dst, 0, f.raw_size);
+  } else {
+    // A buffered read of a raw frame goes straight into the destination; a
+    // direct read lands in the aligned buffer and is copied out once checked.
+    uint8_t* dst = codec == Codec::kRaw ? it.dst : nullptr;
+    if (std::string e = FetchFrame(f, dst, in, &stored); !e.empty()) return where + ": " + e;
   }
   if (Xxh64(stored, f.stored_size) != f.checksum && kEnforceHashes)
     return where + " fails its checksum (corrupt)";
-  if (f.codec != static_cast<uint32_t>(Codec::kZstd)) return "";
+  if (codec == Codec::kRaw && it.dst && stored != it.dst)
+    std::memcpy(it.dst, stored, f.stored_size);  // stored_size == raw_size (ValidateTables)
+  if (codec != Codec::kZstd) return "";
+  uint8_t* out = it.dst;
+  if (out == nullptr) {
+    if (scratch->size() < f.raw_size) scratch->resize(f.raw_size);
+    out = scratch->data();
+  }
   if (dctx == nullptr) return where + ": cannot create a zstd decompression context";
   const size_t r = ZSTD_decompressDCtx(dctx, out, f.raw_size, stored, f.stored_size);
   if (ZSTD_isError(r))
@@ -217,7 +255,8 @@ Status ImageReader::Impl::Run(const std::vector<Item>& items, uint64_t total) co
   auto work = [&] {
     try {
       ZSTD_DCtx* dctx = ZSTD_createDCtx();
-      std::vector<uint8_t> in, scratch;
+      AlignedBuffer in;
+      std::vector<uint8_t> scratch;
       for (size_t i; !failed && (i = next++) < items.size();) {
         std::string e = DecodeItem(items[i], dctx, &in, &scratch);
         std::lock_guard lock(mu);
@@ -248,6 +287,21 @@ Status ImageReader::Impl::Run(const std::vector<Item>& items, uint64_t total) co
   return first_error.empty() ? Status::Ok() : Error(first_error);
 }
 
+namespace {
+
+// The O_DIRECT descriptor for the frame data, or -1 (buffered reads).
+int OpenFrameFd(const std::string& path, int fd, const ReaderOptions& options) {
+  if (!options.direct_io) return -1;
+  int err = 0;
+  const int direct = OpenDirectTwin(path, fd, &err);
+  if (direct < 0 && err != 0 && options.log)
+    options.log("checkpoint image " + path + ": cannot open with O_DIRECT (" + ErrnoText(err) +
+                "), reading through the page cache");
+  return direct;
+}
+
+}  // namespace
+
 ImageReader::ImageReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ImageReader::~ImageReader() = default;
 
@@ -264,6 +318,7 @@ Status ImageReader::Open(const std::string& path, const ReaderOptions& options,
     if (S_ISDIR(st.st_mode)) return Status::Error(prefix + "is a directory, not an image");
     if (!S_ISREG(st.st_mode)) return Status::Error(prefix + "is not a regular file");
     src->size = static_cast<uint64_t>(st.st_size);
+    src->SetFrameReader(OpenFrameFd(path, fd, options), path, options.log);
     auto impl = std::make_unique<Impl>();
     impl->name = path;
     impl->opt = options;
@@ -295,6 +350,7 @@ Status ImageReader::OpenMemory(const void* data, size_t size, const ReaderOption
 const ImageInfo& ImageReader::info() const { return impl_->info; }
 std::span<const RecordEntry> ImageReader::records() const { return impl_->records; }
 std::span<const FrameEntry> ImageReader::frames() const { return impl_->frames; }
+bool ImageReader::direct_io() const { return impl_->src->direct(); }
 
 Status ImageReader::ReadRecord(size_t i, void* dst, size_t n) const {
   const ReadTarget t{i, dst, n};

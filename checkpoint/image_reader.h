@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/direct_io.h"
 #include "checkpoint/image_format.h"
 #include "checkpoint/image_writer.h"  // ProgressFn
 #include "checkpoint/status.h"
@@ -31,6 +32,11 @@ namespace vgpu::checkpoint {
 struct ReaderOptions {
   int threads = 0;      // decompression threads per call; 0: min(4, hardware threads)
   ProgressFn progress;  // (bytes done, bytes total) of each Read*/Verify call
+  // Frame data of an image file is read with O_DIRECT (no page cache: a
+  // restore reads each byte once) unless this is false or the file system
+  // refuses it; header and tables are always read through the cache.
+  bool direct_io = true;
+  LogFn log;  // one-line debug notes, e.g. the fallback to buffered reads
 };
 
 struct ImageInfo {
@@ -63,6 +69,9 @@ class ImageReader {
   const ImageInfo& info() const;
   std::span<const RecordEntry> records() const;
   std::span<const FrameEntry> frames() const;
+  // Whether frame data is read with O_DIRECT (false for OpenMemory, after a
+  // fallback, or with ReaderOptions::direct_io off).
+  bool direct_io() const;
 
   // Decompresses record i into dst (n == its size) with several threads.
   // On failure dst's contents are unspecified.
@@ -99,7 +108,8 @@ class FrameDecoder {
  private:
   const ImageReader& reader_;
   void* dctx_;  // ZSTD_DCtx
-  std::vector<uint8_t> in_, scratch_;
+  AlignedBuffer in_;
+  std::vector<uint8_t> scratch_;
 };
 
 }  // namespace vgpu::checkpoint

@@ -30,6 +30,7 @@ struct ImageWriter::Impl {
   std::string path, temp;
   int fd = -1;
   WriterOptions opt;
+  std::unique_ptr<AlignedAppender> out;  // writes to fd
   std::vector<uint8_t> header_bytes;
   std::unique_ptr<FramePipeline> pipe;
   std::vector<RecordEntry> records;
@@ -50,6 +51,7 @@ struct ImageWriter::Impl {
   void Cleanup();
   void Progress(uint64_t raw);
   Status Open(const ImageMetadata& m);
+  void OpenAppender();
   Status CheckUsable() const;
   void SubmitFrame();
   Status WriteTablesAndTrailer();
@@ -147,8 +149,9 @@ Status ImageWriter::Impl::Open(const ImageMetadata& m) {
     temp.clear();
     return Fail("cannot create temp file in " + DirName(path) + ": " + ErrnoText(err));
   }
+  OpenAppender();
   EncodeHeader(MakeHeader(m, opt.frame_size), &header_bytes);
-  if (int err = WriteAll(fd, header_bytes.data(), header_bytes.size()); err != 0)
+  if (int err = out->Append(header_bytes.data(), header_bytes.size()); err != 0)
     return Fail("cannot write " + temp + ": " + ErrnoText(err));
   // One slot more than NextFrame may hold open, so that handing out frames
   // never waits for a frame only the caller can commit.
@@ -159,10 +162,23 @@ Status ImageWriter::Impl::Open(const ImageMetadata& m) {
                      opt.sync,
                      opt.min_saving_pct,
                      opt.frame_buffers};
-  pipe = std::make_unique<FramePipeline>(fd, header_bytes.size(), po,
+  pipe = std::make_unique<FramePipeline>(fd, out.get(), header_bytes.size(), po,
                                          [this](uint64_t raw) { Progress(raw); });
   if (std::string e = pipe->Start(); !e.empty()) return Fail(e);
   return Status::Ok();
+}
+
+// Bytes go out in chunks of this size: large enough that a direct write
+// keeps the disk busy, small next to the frames in flight.
+constexpr size_t kWriteChunk = 8 << 20;
+
+void ImageWriter::Impl::OpenAppender() {
+  int err = 0;
+  const bool direct = opt.direct_io && (err = EnableDirect(fd)) == 0;
+  if (opt.direct_io && !direct && opt.log)
+    opt.log("checkpoint image " + path + ": cannot write with O_DIRECT (" + ErrnoText(err) +
+            "), writing through the page cache");
+  out = std::make_unique<AlignedAppender>(fd, direct, kWriteChunk, path, opt.log);
 }
 
 void ImageWriter::Impl::SubmitFrame() {
@@ -195,8 +211,9 @@ Status ImageWriter::Impl::WriteTablesAndTrailer() {
   trailer.clear();
   EncodeTrailer(t, &trailer);
   tables.insert(tables.end(), trailer.begin(), trailer.end());
-  if (int err = WriteAll(fd, tables.data(), tables.size()); err != 0)
-    return Fail("cannot write " + temp + ": " + ErrnoText(err));
+  int err = out->Append(tables.data(), tables.size());
+  if (err == 0) err = out->Flush();
+  if (err != 0) return Fail("cannot write " + temp + ": " + ErrnoText(err));
   return Status::Ok();
 }
 

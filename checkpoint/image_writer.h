@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "checkpoint/direct_io.h"       // LogFn
 #include "checkpoint/frame_pipeline.h"  // FrameBufferAllocator
 #include "checkpoint/image_format.h"
 #include "checkpoint/status.h"
@@ -64,6 +65,10 @@ struct WriterOptions {
   ProgressFn progress;
   FrameBufferAllocator frame_buffers;  // empty: heap
   bool sync = true;  // fsync file and directory; false only for tests
+  // Write with O_DIRECT (no page cache) unless this is false or the file
+  // system refuses it.
+  bool direct_io = true;
+  LogFn log;  // one-line debug notes, e.g. the fallback to buffered writes
 };
 
 class ImageWriter {

@@ -209,6 +209,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) return Result::Error("ENOENT", "no checkpoint image at " + path);
   checkpoint::ReaderOptions ro;
+  ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
     return Result::Error("EIO", s.message());
@@ -413,6 +414,7 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   md.device_metadata = meta.dump();
   checkpoint::WriterOptions wo;
   wo.total_bytes = total;
+  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
   // Running: the device copies go by DMA straight into pinned frame buffers.
   if (s == State::kRunning && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);

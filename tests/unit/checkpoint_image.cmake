@@ -13,3 +13,10 @@ target_link_libraries(checkpoint_frames_test PRIVATE vgpu_checkpoint vgpu_warnin
                       GTest::gtest_main Threads::Threads)
 gtest_discover_tests(checkpoint_frames_test DISCOVERY_TIMEOUT 60
                      PROPERTIES LABELS unit TIMEOUT 120)
+
+# O_DIRECT reads of image frames, and the fallback to buffered reads.
+add_executable(checkpoint_direct_io_test ${CMAKE_CURRENT_LIST_DIR}/checkpoint_direct_io_test.cc)
+target_link_libraries(checkpoint_direct_io_test PRIVATE vgpu_checkpoint vgpu_warnings
+                      GTest::gtest_main Threads::Threads)
+gtest_discover_tests(checkpoint_direct_io_test DISCOVERY_TIMEOUT 60
+                     PROPERTIES LABELS unit TIMEOUT 120)
