@@ -1,6 +1,6 @@
 // The compute share, process side. Every launch passes Gate(): while this
 // process holds its device's lease (common/sched_region.h) and its queued work
-// is under the bound, that is two relaxed loads and one atomic increment — no
+// is under the bound, that is a few atomic loads and one atomic increment — no
 // lock, no syscall, no allocation. Otherwise the launching thread sleeps until
 // the lease is granted. Launching threads drop a marker event every half
 // queue; a per-process accountant thread retires work marker by marker,
@@ -37,8 +37,6 @@ class ComputeShare {
   void Gate(int device, CUcontext ctx, CUstream stream, bool per_thread) {
     if (device < 0) return;
     PerDevice& s = dev_[device];
-    s.last_stream.store(per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream,
-                        std::memory_order_relaxed);
     uint64_t launched = s.launched.load(std::memory_order_relaxed);
     if (s.holding.load(std::memory_order_acquire) && !s.must_yield.load(std::memory_order_relaxed) &&
         launched - s.completed.load(std::memory_order_relaxed) <
@@ -47,7 +45,9 @@ class ComputeShare {
       s.launched.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    SlowGate(device, ctx, s.last_stream.load(std::memory_order_relaxed));
+    // Markers go on the launch's own stream; a _ptsz launch's 0 is the
+    // caller's per-thread stream, which the marker must name explicitly.
+    SlowGate(device, ctx, per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream);
   }
 
   // The device the next launch of this thread goes to (cached per context).
@@ -64,7 +64,6 @@ class ComputeShare {
     std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
     std::atomic<uint32_t> completed_signal{0};  // futex: launches waiting for the queue
     std::atomic<CUcontext> ctx{nullptr};
-    std::atomic<CUstream> last_stream{nullptr};  // where the accountant drops its markers
     int group = -1;
     // Markers: events the launching threads record every half queue, so the
     // accountant can retire completions in steps while newer work stays queued.
