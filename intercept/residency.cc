@@ -233,12 +233,24 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
     // whole image is known good, so verify every frame before touching them.
     if (progress) progress("verify", 0, reader->info().data_bytes);
     if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message());
-    if (before == State::kRunning) Quiesce();
+    if (before == State::kRunning) {
+      Quiesce();
+      // The application may have allocated or freed since the first match.
+      if (Result r = MatchImage(*reader, path, &targets); !r.ok) {
+        OpenGate();
+        return r;
+      }
+    }
     m.DropHostCopies();
     if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
-      // The host copies are gone; the process's memory is what was loaded.
-      g_state.store(State::kSuspended);
-      return Result::Error("EIO", "restore from " + path + " failed midway: " + e);
+      // The verified image is now the only good copy: release what was
+      // loaded and stay checkpointed on it, so that resume restores from it.
+      m.ReleaseAll(false, nullptr);
+      *g_last_path = path;
+      g_state.store(State::kCheckpointed);
+      return Result::Error("EIO", "restore from " + path + " failed midway: " + e +
+                                      " (the process stays suspended; its memory is in " + path +
+                                      ")");
     }
   }
   g_state.store(State::kRunning);

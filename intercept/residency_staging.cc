@@ -188,7 +188,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
     if (auto s = w->CommitFrame(); !s.ok()) err = s.message();
     return err.empty();
   };
-  vmm::Manager::WithContext(a.ctx, [&] {
+  CUresult ctx_r = vmm::Manager::WithContext(a.ctx, [&] {
     for (size_t o = 0; o < a.size;) {
       uint8_t* buf = nullptr;
       size_t n = 0;
@@ -211,6 +211,9 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
     }
     return CUDA_SUCCESS;
   });
+  if (ctx_r != CUDA_SUCCESS && err.empty()) {
+    err = "cannot make the allocation's context current: " + CuErr(ctx_r);
+  }
   return err;
 }
 
@@ -230,10 +233,15 @@ std::string RestoreFrames(const checkpoint::ImageReader& reader,
       std::atomic<size_t> next{0};
       auto work = [&, ctx = ctx] {
         std::string e;
-        vmm::Manager::WithContext(ctx, [&] {
-          e = RestoreWorker(run, items, next);
-          return CUDA_SUCCESS;
-        });
+        try {
+          CUresult r = vmm::Manager::WithContext(ctx, [&] {
+            e = RestoreWorker(run, items, next);
+            return CUDA_SUCCESS;
+          });
+          if (r != CUDA_SUCCESS) e = "cannot make the allocation's context current: " + CuErr(r);
+        } catch (const std::exception& ex) {  // a worker thread must not terminate the process
+          e = std::string("internal error: ") + ex.what();
+        }
         if (!e.empty()) run.Fail(e);
       };
       std::vector<std::thread> pool;
@@ -249,6 +257,9 @@ std::string RestoreFrames(const checkpoint::ImageReader& reader,
     }
   } catch (const std::exception& e) {
     run.Fail(std::string("internal error: ") + e.what());
+  }
+  if (run.error.empty() && run.done != run.total) {
+    return "restored " + std::to_string(run.done) + " of " + std::to_string(run.total) + " bytes";
   }
   return run.error;
 }

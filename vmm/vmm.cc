@@ -439,6 +439,23 @@ bool Manager::AllMapped() {
   return true;
 }
 
+// Copies a chunk to or from its host copy in 64 MiB pieces, with progress.
+CUresult Manager::CopyChunk(Chunk* c, bool to_host, uint64_t* done, uint64_t total,
+                            const std::function<void(uint64_t, uint64_t)>& progress) {
+  return WithContext(c->ctx, [&] {
+    constexpr size_t kPiece = 64ull << 20;
+    for (size_t o = 0; o < c->size; o += kPiece) {
+      size_t n = std::min(kPiece, c->size - o);
+      CUresult r = to_host ? REAL_CALL(cuMemcpyDtoH_v2, c->host.get() + o, c->va + o, n)
+                           : REAL_CALL(cuMemcpyHtoD_v2, c->va + o, c->host.get() + o, n);
+      if (r != CUDA_SUCCESS) return r;
+      *done += n;
+      if (progress) progress(*done, total);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
 CUresult Manager::ReleaseAll(bool keep_host,
                              const std::function<void(uint64_t, uint64_t)>& progress) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -451,23 +468,10 @@ CUresult Manager::ReleaseAll(bool keep_host,
     for (auto& [va, c] : chunks_) {
       if (!c->mapped) continue;
       c->host.reset(new (std::nothrow) uint8_t[c->size]);
-      if (c->host == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-      Chunk* cp = c.get();
-      CUresult r = WithContext(cp->ctx, [&] {
-        constexpr size_t kPiece = 64ull << 20;
-        for (size_t o = 0; o < cp->size; o += kPiece) {
-          size_t n = std::min(kPiece, cp->size - o);
-          if (CUresult rr = REAL_CALL(cuMemcpyDtoH_v2, cp->host.get() + o, cp->va + o, n);
-              rr != CUDA_SUCCESS) {
-            return rr;
-          }
-          done += n;
-          if (progress) progress(done, total);
-        }
-        return CUDA_SUCCESS;
-      });
+      CUresult r = c->host == nullptr ? CUDA_ERROR_OUT_OF_MEMORY
+                                      : CopyChunk(c.get(), /*to_host=*/true, &done, total, progress);
       if (r != CUDA_SUCCESS) {
-        for (auto& [v2, c2] : chunks_) c2->host.reset();
+        for (auto& [v2, c2] : chunks_) c2->host.reset();  // the copies made so far are stale
         return r;
       }
     }
@@ -484,22 +488,12 @@ CUresult Manager::RecreateAll(const std::function<void(uint64_t, uint64_t)>& pro
     if (c->mapped) continue;
     if (CUresult r = MapChunk(c.get()); r != CUDA_SUCCESS) return r;
     if (c->host == nullptr) continue;
-    Chunk* cp = c.get();
-    CUresult r = WithContext(cp->ctx, [&] {
-      constexpr size_t kPiece = 64ull << 20;
-      for (size_t o = 0; o < cp->size; o += kPiece) {
-        size_t n = std::min(kPiece, cp->size - o);
-        if (CUresult rr = REAL_CALL(cuMemcpyHtoD_v2, cp->va + o, cp->host.get() + o, n);
-            rr != CUDA_SUCCESS) {
-          return rr;
-        }
-        done += n;
-        if (progress) progress(done, total);
-      }
-      return CUDA_SUCCESS;
-    });
-    if (r != CUDA_SUCCESS) return r;
-    cp->host.reset();
+    if (CUresult r = CopyChunk(c.get(), /*to_host=*/false, &done, total, progress);
+        r != CUDA_SUCCESS) {
+      UnmapChunk(c.get());  // keeps the host copy: a retry maps and copies it again
+      return r;
+    }
+    c->host.reset();
   }
   return CUDA_SUCCESS;
 }

@@ -177,6 +177,8 @@ class Manager {
   CUresult MapHandle(Chunk* c);
   // Unmaps (if mapped) and releases c's physical memory.
   void UnmapChunk(Chunk* c);
+  CUresult CopyChunk(Chunk* c, bool to_host, uint64_t* done, uint64_t total,
+                     const std::function<void(uint64_t, uint64_t)>& progress);
   void FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it, bool may_cache);
 
   Accounting accounting_;
