@@ -48,6 +48,12 @@ nvmlReturn_t BuildView() {
     if (nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetCount_v2, &n); r != NVML_SUCCESS) return r;
     for (unsigned i = 0; i < n; ++i) items.push_back(std::to_string(i));
   }
+  // A limit list that does not match the devices would read as a 0 limit and
+  // lower the whole group's quota: fail closed, as cuInit does.
+  if (std::string error; !cfg.ValidateAgainstDeviceCount(static_cast<int>(items.size()), &error)) {
+    ReportFatal(error);
+    return v.status = NVML_ERROR_UNINITIALIZED;
+  }
   v.handles.clear();
   v.physical.clear();
   std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
