@@ -18,21 +18,6 @@ std::string ErrnoText(int err) {
   return strerror_r(err, buf, sizeof buf);
 }
 
-int WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (w == 0) return EIO;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return 0;
-}
-
 int PreadAll(int fd, void* data, size_t n, uint64_t offset) {
   char* p = static_cast<char*>(data);
   while (n > 0) {

@@ -12,8 +12,6 @@ namespace vgpu::checkpoint {
 // strerror(err) as a std::string (thread-safe).
 std::string ErrnoText(int err);
 
-// Returns 0 on success, else an errno value (EIO for an unexpected 0-byte write).
-int WriteAll(int fd, const void* data, size_t n);
 // Reads exactly n bytes at offset. Returns 0, an errno value, or -1 when the
 // file ends first.
 int PreadAll(int fd, void* data, size_t n, uint64_t offset);

@@ -41,7 +41,6 @@ struct ImageWriter::Impl {
   size_t frame_len = 0;
   uint64_t frames_submitted = 0;
   std::deque<size_t> open_frames;  // lengths of frames handed out by NextFrame
-  uint64_t appended = 0;
   std::atomic<uint64_t> declared{0}, written{0};
   std::mutex progress_mu;
   std::string error;
@@ -299,7 +298,6 @@ Status ImageWriter::Append(const void* data, size_t n) {
     std::memcpy(m.frame + m.frame_len, p, take);
     m.frame_len += take;
     m.record_done += take;
-    m.appended += take;
     p += take;
     n -= take;
     if (m.frame_len == m.opt.frame_size || m.record_done == size) m.SubmitFrame();
@@ -325,7 +323,6 @@ Status ImageWriter::NextFrame(uint8_t** data, size_t* n) {
       static_cast<size_t>(std::min<uint64_t>(m.opt.frame_size, size - m.record_done));
   m.open_frames.push_back(take);
   m.record_done += take;
-  m.appended += take;
   *data = buf;
   *n = take;
   return Status::Ok();
@@ -373,7 +370,5 @@ void ImageWriter::Abort() {
 
 const std::string& ImageWriter::path() const { return impl_->path; }
 const std::string& ImageWriter::temp_path() const { return impl_->temp; }
-uint64_t ImageWriter::bytes_appended() const { return impl_->appended; }
-uint64_t ImageWriter::bytes_written() const { return impl_->written.load(); }
 
 }  // namespace vgpu::checkpoint

@@ -106,8 +106,6 @@ class ImageWriter {
 
   const std::string& path() const;
   const std::string& temp_path() const;
-  uint64_t bytes_appended() const;  // uncompressed, all records
-  uint64_t bytes_written() const;   // uncompressed bytes whose frames are written
 
  private:
   struct Impl;

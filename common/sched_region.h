@@ -94,11 +94,9 @@ class SchedRegion {
   static std::unique_ptr<SchedRegion> CreatePrivate();
   ~SchedRegion();
 
-  SchedLayout* layout() const { return layout_; }
   SchedDevice& device(int d) const { return layout_->devices[d]; }
   SchedClient& client(int c) const { return layout_->clients[c]; }
   const SchedTuning& tuning() const { return tuning_; }
-  SchedTuning& mutable_tuning() { return tuning_; }
 
   // This process's client slot (claimed on first call), -1 if the table is full.
   int RegisterClient(pid_t pid);

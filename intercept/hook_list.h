@@ -76,7 +76,7 @@
   X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
   X(cuMemPrefetchBatchAsync_ptsz) X(cuMipmappedArrayGetMemoryRequirements)      \
   X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
-  X(cuStreamGetDevice_ptsz) X(cuDeviceTotalMem) X(cuDeviceGetLuid)
+  X(cuStreamGetDevice_ptsz) X(cuDeviceTotalMem)
 
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \

@@ -328,17 +328,6 @@ void NoteContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(g_book_mu);
   g_contexts->insert(ctx);
 }
-void ForgetContext(CUcontext ctx) {
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  g_contexts->erase(ctx);
-}
-
-uint64_t VmmBytes() { return vmm::Manager::Get().LiveBytes(); }
-
-std::string LastCheckpointPath() {
-  std::lock_guard<std::mutex> lock(g_op_mu);
-  return *g_last_path;
-}
 
 Result Suspend(const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);

@@ -65,7 +65,6 @@ void ForgetNonMigratableContext(CUcontext ctx);
 uint64_t NonMigratableBytes();
 // Contexts to drain on suspend (created or retained through the hooks).
 void NoteContext(CUcontext ctx);
-void ForgetContext(CUcontext ctx);
 
 // Operation results: ok, or an errno name ("EBUSY", "EIO", "ENOENT",
 // "EINVAL") with a one-line message.
@@ -103,9 +102,6 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
 // the most recent checkpoint. The image is validated completely before
 // anything changes; on failure the process stays as it was.
 Result Restore(const std::string& from, const Progress& progress);
-std::string LastCheckpointPath();
 
-// Bytes held on each physical device through VMM (for info).
-uint64_t VmmBytes();
 
 }  // namespace vgpu::residency

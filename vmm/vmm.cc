@@ -367,14 +367,6 @@ bool Manager::Find(CUdeviceptr p, AllocationInfo* out) {
   return true;
 }
 
-bool Manager::InRange(CUdeviceptr p) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [d, s] : spaces_) {
-    if (p >= s.base && p < s.base + s.size) return true;
-  }
-  return false;
-}
-
 void Manager::FreeContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -424,11 +416,6 @@ uint64_t Manager::MappedBytes() {
   uint64_t n = 0;
   for (const auto& [va, c] : chunks_) n += c->mapped ? c->size : 0;
   return n;
-}
-
-size_t Manager::ChunkCount() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return chunks_.size();
 }
 
 bool Manager::AllMapped() {

@@ -104,8 +104,6 @@ class Manager {
   CUresult Free(CUdeviceptr base, size_t* bytes);
   // The allocation containing p; false if p is not in one.
   bool Find(CUdeviceptr p, AllocationInfo* out);
-  // True if p lies in a reserved range of ours (allocated or not).
-  bool InRange(CUdeviceptr p);
   // Frees every allocation of ctx (the context is gone) and destroys the
   // cached chunks it freed last.
   void FreeContext(CUcontext ctx);
@@ -121,7 +119,6 @@ class Manager {
   std::vector<CUcontext> Contexts();
   uint64_t LiveBytes();
   uint64_t MappedBytes();
-  size_t ChunkCount();
   // Destroys the cached chunks, then copies every chunk to host RAM
   // (keep_host) and/or unmaps and releases its physical memory; the VAs stay
   // reserved.
