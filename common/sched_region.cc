@@ -236,6 +236,7 @@ void SchedRegion::Refill(int device, uint64_t now) {
   uint64_t last = dev.last_refill_ns.load();
   if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
   uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
+  const int64_t top = TopWeightedTokens(device, now);  // idle groups do not count in it
   for (auto& g : dev.groups) {
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
@@ -244,7 +245,7 @@ void SchedRegion::Refill(int device, uint64_t now) {
       // neither banks credit nor keeps debt: it sits level with the most-owed
       // active one, so a returning tenant is next in line (it gets the device
       // back within a minimum slice or two) without credit to hog it.
-      if (!GroupActive(g, now)) g.tokens_ns.store(TopWeightedTokens(device, now));
+      if (!GroupActive(g, now)) g.tokens_ns.store(top);
       continue;
     }
     // A cap refills at its share of wall time, whoever else is active.
@@ -419,6 +420,8 @@ bool SchedRegion::ClientAlive(int c) const {
 }
 
 void SchedRegion::ReapDead() {
+  // Without a readable /proc (hidepid) every client would look dead.
+  if (ProcessStartTime(getpid()) == 0) return;
   for (int c = 0; c < kSchedClients; ++c) {
     SchedClient& cl = layout_->clients[c];
     int32_t pid = cl.pid.load();
