@@ -196,20 +196,22 @@ bool SchedRegion::SetGroupParams(int device, const std::string& name, const Grou
   return false;
 }
 
-bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
+bool SchedRegion::GroupActive(int device, int gi, uint64_t now) const {
+  const SchedDevice& dev = layout_->devices[device];
+  const SchedGroup& g = dev.groups[gi];
   if (g.key.load(std::memory_order_relaxed) == 0) return false;
   uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
   if (last != 0 && now <= last + tuning_.active_window_ns) return true;
-  // A waiter starved of CPU on a loaded host still wants the device.
-  for (int d = 0; d < kSchedDevices; ++d) {
-    const SchedDevice& dev = layout_->devices[d];
-    if (&g < dev.groups || &g >= dev.groups + kSchedGroups) continue;
-    int gi = static_cast<int>(&g - dev.groups);
-    for (const auto& c : layout_->clients) {
-      if (c.pid.load(std::memory_order_relaxed) > 0 && c.group[d].load(std::memory_order_relaxed) == gi &&
-          c.demand_since_ns[d].load(std::memory_order_relaxed) != 0) {
-        return true;
-      }
+  // The holder's group is active even while its accountant is starved of
+  // CPU and has not charged for a while: re-levelling it as idle would wipe
+  // out what it owes the others.
+  int h = dev.holder.load(std::memory_order_relaxed);
+  if (h >= 0 && layout_->clients[h].group[device].load(std::memory_order_relaxed) == gi) return true;
+  // So is a waiter's, however long it has been starved of CPU.
+  for (const auto& c : layout_->clients) {
+    if (c.pid.load(std::memory_order_relaxed) > 0 && c.group[device].load(std::memory_order_relaxed) == gi &&
+        c.demand_since_ns[device].load(std::memory_order_relaxed) != 0) {
+      return true;
     }
   }
   return false;
@@ -218,8 +220,10 @@ bool SchedRegion::GroupActive(const SchedGroup& g, uint64_t now) const {
 int64_t SchedRegion::TopWeightedTokens(int device, uint64_t now) const {
   int64_t top = 0;
   bool any = false;
-  for (const auto& o : layout_->devices[device].groups) {
-    if (static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed || !GroupActive(o, now)) continue;
+  const auto& groups = layout_->devices[device].groups;
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    const SchedGroup& o = groups[gi];
+    if (static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed || !GroupActive(device, gi, now)) continue;
     int64_t t = o.tokens_ns.load();
     top = any ? std::max(top, t) : t;
     any = true;
@@ -237,7 +241,8 @@ void SchedRegion::Refill(int device, uint64_t now) {
   if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
   uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
   const int64_t top = TopWeightedTokens(device, now);  // idle groups do not count in it
-  for (auto& g : dev.groups) {
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    SchedGroup& g = dev.groups[gi];
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
     if (policy != SchedPolicy::kFixed) {
@@ -245,7 +250,7 @@ void SchedRegion::Refill(int device, uint64_t now) {
       // neither banks credit nor keeps debt: it sits level with the most-owed
       // active one, so a returning tenant is next in line (it gets the device
       // back within a minimum slice or two) without credit to hog it.
-      if (!GroupActive(g, now)) g.tokens_ns.store(top);
+      if (!GroupActive(device, gi, now)) g.tokens_ns.store(top);
       continue;
     }
     // A cap refills at its share of wall time, whoever else is active.
@@ -379,18 +384,20 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
     // every active weighted group (itself included) by weight, so buckets
     // sum to a constant and a bucket is exactly that group's lead or lag
     // behind its fair share of the time weighted groups actually got.
+    // The active set and weights are read once, so the credits sum to busy_ns.
+    uint32_t weight[kSchedGroups];  // 0: not credited
     double weights = 0;
-    for (auto& o : layout_->devices[device].groups) {
-      if ((&o == &g || GroupActive(o, now)) &&
-          static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed) {
-        weights += o.weight.load();
-      }
+    auto& groups = layout_->devices[device].groups;
+    for (int gi = 0; gi < kSchedGroups; ++gi) {
+      const SchedGroup& o = groups[gi];
+      bool member = (gi == group || GroupActive(device, gi, now)) &&
+                    static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed;
+      weight[gi] = member ? std::max<uint32_t>(1, o.weight.load()) : 0;
+      weights += weight[gi];
     }
-    for (auto& o : layout_->devices[device].groups) {
-      if ((&o == &g || GroupActive(o, now)) &&
-          static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed) {
-        o.tokens_ns.fetch_add(static_cast<int64_t>(static_cast<double>(busy_ns) * o.weight.load() / weights));
-      }
+    for (int gi = 0; gi < kSchedGroups; ++gi) {
+      if (weight[gi] == 0) continue;
+      groups[gi].tokens_ns.fetch_add(static_cast<int64_t>(static_cast<double>(busy_ns) * weight[gi] / weights));
     }
   }
   // Weighted buckets are never clamped: a clamp would break the constant sum.

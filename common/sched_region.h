@@ -134,7 +134,7 @@ class SchedRegion {
   SchedRegion() = default;
   int64_t BurstCap(double rate) const;
   int64_t TopWeightedTokens(int device, uint64_t now) const;
-  bool GroupActive(const SchedGroup& g, uint64_t now) const;
+  bool GroupActive(int device, int group, uint64_t now) const;
   bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
   bool Eligible(int device, int client, uint64_t now) const;
 

@@ -180,6 +180,25 @@ TEST_F(SchedRegionTest, WaitingGroupStaysActiveWithoutRecentDemandTimestamps) {
   EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 12 * kMs, 1000) << "a waiter is credited";
 }
 
+
+TEST_F(SchedRegionTest, HolderStaysActiveWhileItsAccountantIsStarved) {
+  // The holder charged long ago (its accountant got no CPU); a waiter's
+  // refill must not re-level it to the waiter's bucket and erase its debt.
+  int a = Client("a", Weighted(1));
+  int b = Client("b", Weighted(3));
+  region_->SetDemand(0, b, now_);
+  ASSERT_TRUE(region_->TryAcquire(0, b, now_));
+  region_->ClearDemand(0, b);
+  region_->Charge(0, region_->client(b).group[0].load(), 0, now_);
+  GroupOf(b).tokens_ns.store(-30 * static_cast<int64_t>(kMs));
+  region_->SetDemand(0, a, now_ + 100 * kMs);
+  GroupOf(a).tokens_ns.store(10 * static_cast<int64_t>(kMs));
+  region_->Refill(0, now_ + 100 * kMs);
+  EXPECT_EQ(GroupOf(b).tokens_ns.load(), -30 * static_cast<int64_t>(kMs));
+  region_->Charge(0, region_->client(b).group[0].load(), 8 * kMs, now_ + 100 * kMs);
+  EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 12 * kMs, 1000) << "credited by weight, 1/4";
+  EXPECT_NEAR(GroupOf(b).tokens_ns.load(), -32 * static_cast<int64_t>(kMs), 1000);
+}
 TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
   int a = Client("a", Fixed(100));
   region_->SetDemand(0, a, now_);
