@@ -20,13 +20,25 @@ constexpr uint64_t AlignUp(uint64_t v) { return AlignDown(v + kDirectAlign - 1);
 
 }  // namespace
 
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+AlignedBuffer::~AlignedBuffer() { Drop(); }
+
+void AlignedBuffer::Drop() {
+  if (owned_) std::free(data_);
+  data_ = nullptr;
+  capacity_ = 0;
+  owned_ = true;
+}
+
+void AlignedBuffer::Adopt(uint8_t* data, size_t capacity) {
+  Drop();
+  data_ = data;
+  capacity_ = data != nullptr ? capacity : 0;
+  owned_ = data == nullptr;
+}
 
 bool AlignedBuffer::Reserve(size_t n) {
   if (n <= capacity_) return true;
-  std::free(data_);
-  data_ = nullptr;
-  capacity_ = 0;
+  Drop();
   void* p = nullptr;
   if (posix_memalign(&p, kDirectAlign, AlignUp(n)) != 0) return false;
   data_ = static_cast<uint8_t*>(p);

@@ -39,12 +39,18 @@ class AlignedBuffer {
   // Room for at least n bytes. False when out of memory (the buffer is then
   // empty).
   bool Reserve(size_t n);
+  // Uses the caller's memory (kDirectAlign-aligned, `capacity` bytes; e.g.
+  // pinned host memory a device copy can read from) until a Reserve needs
+  // more; the caller keeps ownership and must keep it alive meanwhile.
+  void Adopt(uint8_t* data, size_t capacity);
   uint8_t* data() const { return data_; }
   size_t capacity() const { return capacity_; }
 
  private:
+  void Drop();
   uint8_t* data_ = nullptr;
   size_t capacity_ = 0;
+  bool owned_ = true;
 };
 
 // One-line notes for a debug log; may be empty.

@@ -126,8 +126,10 @@ struct ImageReader::Impl {
   Status Load();
   std::string LoadHeader(std::vector<uint8_t>* header_bytes);
   std::string LoadTables(const std::vector<uint8_t>& header_bytes);
+  // view: nullptr, or where a raw frame's checked bytes are pointed at
+  // instead of being copied to item.dst.
   std::string DecodeItem(const Item& item, ZSTD_DCtx* dctx, AlignedBuffer* in,
-                         std::vector<uint8_t>* scratch) const;
+                         std::vector<uint8_t>* scratch, const uint8_t** view = nullptr) const;
   Status Run(const std::vector<Item>& items, uint64_t total) const;
 };
 
@@ -213,7 +215,8 @@ Status ImageReader::Impl::Load() {
 }
 
 std::string ImageReader::Impl::DecodeItem(const Item& it, ZSTD_DCtx* dctx, AlignedBuffer* in,
-                                          std::vector<uint8_t>* scratch) const {
+                                          std::vector<uint8_t>* scratch,
+                                          const uint8_t** view) const {
   const FrameEntry& f = frames[it.frame];
   const auto codec = static_cast<Codec>(f.codec);
   const std::string where = "frame " + Num(it.k) + " of record " + Num(it.record);
@@ -228,7 +231,8 @@ std::string ImageReader::Impl::DecodeItem(const Item& it, ZSTD_DCtx* dctx, Align
   }
   if (Xxh64(stored, f.stored_size) != f.checksum && kEnforceHashes)
     return where + " fails its checksum (corrupt)";
-  if (codec == Codec::kRaw && it.dst && stored != it.dst)
+  if (view != nullptr) *view = codec == Codec::kRaw ? stored : it.dst;
+  if (codec == Codec::kRaw && it.dst && stored != it.dst && view == nullptr)
     std::memcpy(it.dst, stored, f.stored_size);  // stored_size == raw_size (ValidateTables)
   if (codec != Codec::kZstd) return "";
   uint8_t* out = it.dst;
@@ -404,6 +408,26 @@ FrameDecoder::~FrameDecoder() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(dctx_)); }
 
 Status FrameDecoder::Decode(size_t record, uint64_t k, void* dst, size_t capacity,
                             size_t* raw_size) {
+  return DecodeImpl(record, k, dst, capacity, nullptr, raw_size);
+}
+
+Status FrameDecoder::DecodeView(size_t record, uint64_t k, void* dst, size_t capacity,
+                                const void** data, size_t* raw_size) {
+  *data = nullptr;
+  const uint8_t* view = nullptr;
+  Status s = DecodeImpl(record, k, dst, capacity, &view, raw_size);
+  if (s.ok()) *data = view;
+  return s;
+}
+
+size_t FrameDecoder::ReadBufferBytes() const {
+  // A direct read covers the frame's aligned range: up to one block more at
+  // each end.
+  return reader_.impl_->info.header.frame_size + 2 * kDirectAlign;
+}
+
+Status FrameDecoder::DecodeImpl(size_t record, uint64_t k, void* dst, size_t capacity,
+                                const uint8_t** view, size_t* raw_size) {
   const ImageReader::Impl& m = *reader_.impl_;
   *raw_size = 0;
   try {
@@ -414,7 +438,7 @@ Status FrameDecoder::Decode(size_t record, uint64_t k, void* dst, size_t capacit
     if (dst == nullptr || capacity < f.raw_size)
       return m.Error("frame " + Num(k) + " of record " + Num(record) + ": destination too small");
     const Item item{r.first_frame + k, record, k, static_cast<uint8_t*>(dst)};
-    if (std::string e = m.DecodeItem(item, static_cast<ZSTD_DCtx*>(dctx_), &in_, &scratch_);
+    if (std::string e = m.DecodeItem(item, static_cast<ZSTD_DCtx*>(dctx_), &in_, &scratch_, view);
         !e.empty())
       return m.Error(e);
     *raw_size = f.raw_size;

@@ -104,8 +104,21 @@ class FrameDecoder {
   // frame's size is frame_size except for a record's last frame. On failure
   // dst's contents are unspecified.
   Status Decode(size_t record, uint64_t k, void* dst, size_t capacity, size_t* raw_size);
+  // Like Decode, but a raw (stored) frame that a direct read left in the
+  // decoder's read buffer is checked there and not copied: *data points at
+  // it, valid until this decoder's next call. Otherwise *data == dst.
+  Status DecodeView(size_t record, uint64_t k, void* dst, size_t capacity, const void** data,
+                    size_t* raw_size);
+  // Direct reads land in the caller's memory (see AlignedBuffer::Adopt) when
+  // a frame's aligned range fits in it: with pinned memory, DecodeView's
+  // result can be copied to the device without an extra host copy.
+  void AdoptReadBuffer(uint8_t* data, size_t capacity) { in_.Adopt(data, capacity); }
+  // Bytes a read buffer needs for any frame of this image.
+  size_t ReadBufferBytes() const;
 
  private:
+  Status DecodeImpl(size_t record, uint64_t k, void* dst, size_t capacity, const uint8_t** view,
+                    size_t* raw_size);
   const ImageReader& reader_;
   void* dctx_;  // ZSTD_DCtx
   AlignedBuffer in_;

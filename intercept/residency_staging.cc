@@ -96,13 +96,21 @@ struct RestoreRun {
 };
 
 // One worker, its context current: decode into one buffer while the copy
-// from the other runs. Returns "" or what failed.
+// from the other runs. Each slot has its own decoder whose direct reads land
+// in pinned memory, so a stored (incompressible) frame is checked and copied
+// to the device from where the disk put it. Returns "" or what failed.
 std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
                           std::atomic<size_t>& next) {
-  checkpoint::FrameDecoder decoder(run.reader);
+  checkpoint::FrameDecoder decoders[2] = {checkpoint::FrameDecoder(run.reader),
+                                          checkpoint::FrameDecoder(run.reader)};
+  const size_t read_bytes = decoders[0].ReadBufferBytes();
   HostBuffer bufs[2] = {HostBuffer(run.frame_size), HostBuffer(run.frame_size)};
-  if (bufs[0].data() == nullptr || bufs[1].data() == nullptr) return "out of host memory";
-  StreamPair sp;  // destroyed (synchronized) before bufs
+  HostBuffer reads[2] = {HostBuffer(read_bytes), HostBuffer(read_bytes)};
+  for (int i = 0; i < 2; ++i) {
+    if (bufs[i].data() == nullptr || reads[i].data() == nullptr) return "out of host memory";
+    decoders[i].AdoptReadBuffer(reads[i].data(), read_bytes);
+  }
+  StreamPair sp;  // destroyed (synchronized) before the buffers
   struct Guard {
     StreamPair& sp;
     ~Guard() { sp.Destroy(); }
@@ -119,11 +127,13 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
     }
     const FrameItem& it = items[i];
     size_t raw = 0;
-    if (auto s = decoder.Decode(it.target->record, it.k, bufs[slot].data(), run.frame_size, &raw);
+    const void* data = nullptr;
+    if (auto s = decoders[slot].DecodeView(it.target->record, it.k, bufs[slot].data(),
+                                           run.frame_size, &data, &raw);
         !s.ok())
       return s.message();
     CUdeviceptr dst = it.target->alloc.va + it.k * run.frame_size;
-    CUresult r = REAL_CALL(cuMemcpyHtoDAsync_v2, dst, bufs[slot].data(), raw, sp.stream);
+    CUresult r = REAL_CALL(cuMemcpyHtoDAsync_v2, dst, data, raw, sp.stream);
     if (r == CUDA_SUCCESS) r = REAL_CALL(cuEventRecord, sp.done[slot], sp.stream);
     if (r != CUDA_SUCCESS) return "copy to device: " + CuErr(r);
     pending[slot] = true;

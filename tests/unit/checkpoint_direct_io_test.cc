@@ -211,6 +211,40 @@ TEST_F(DirectIoTest, ImageReadsMatchBufferedReads) {
   }
 }
 
+// DecodeView: a stored frame read directly is checked in the caller's adopted
+// read buffer and handed out from there (no copy to dst); compressed and zero
+// frames are decoded into dst. Either way the bytes are the record's.
+TEST_F(DirectIoTest, DecodeViewPointsIntoTheAdoptedReadBuffer) {
+  const std::vector<Bytes> recs = WriteImage(Path("i.img"));
+  std::unique_ptr<ImageReader> r;
+  ASSERT_TRUE(ImageReader::Open(Path("i.img"), {}, &r).ok());
+  FrameDecoder dec(*r);
+  AlignedBuffer adopted;
+  ASSERT_TRUE(adopted.Reserve(dec.ReadBufferBytes()));
+  dec.AdoptReadBuffer(adopted.data(), adopted.capacity());
+  Bytes dst(kMinFrameSize, 0xee);
+  for (size_t rec = 0; rec < recs.size(); ++rec) {
+    const RecordEntry& re = r->records()[rec];
+    for (uint64_t k = 0; k < re.frame_count; ++k) {
+      SCOPED_TRACE("record " + std::to_string(rec) + " frame " + std::to_string(k));
+      const void* data = nullptr;
+      size_t raw = 0;
+      ASSERT_TRUE(dec.DecodeView(rec, k, dst.data(), dst.size(), &data, &raw).ok());
+      ASSERT_EQ(std::memcmp(data, recs[rec].data() + k * kMinFrameSize, raw), 0);
+      const auto codec = static_cast<Codec>(r->frames()[re.first_frame + k].codec);
+      const auto* p = static_cast<const uint8_t*>(data);
+      const bool in_adopted = p >= adopted.data() && p + raw <= adopted.data() + adopted.capacity();
+      if (codec != Codec::kRaw) {
+        EXPECT_EQ(data, dst.data());
+      } else if (r->direct_io()) {
+        EXPECT_TRUE(in_adopted) << "a direct read of a stored frame is not copied";
+      } else {
+        EXPECT_EQ(data, dst.data()) << "a buffered read goes straight into dst";
+      }
+    }
+  }
+}
+
 // Damage seen through direct reads is refused with the usual messages.
 TEST_F(DirectIoTest, DirectReadsRefuseCorruptAndTruncatedFrames) {
   WriteImage(Path("i.img"));
