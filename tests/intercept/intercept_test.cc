@@ -381,6 +381,23 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
   second.Finish(20000);
 }
 
+// A member configured with a larger quota than its group's sees the group's
+// (the stricter member's) in cuDeviceTotalMem as in cuMemGetInfo.
+TEST_F(InterceptTest, DeviceTotalMemIsTheGroupQuota) {
+  const PathParam& p = kPaths[0];
+  Proc strict;
+  ASSERT_TRUE(strict.Start(Argv(p, {"init", "ctx:0", "wait"}),
+                           Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()})));
+  ASSERT_TRUE(strict.WaitKey("waiting", nullptr, 20000)) << strict.StderrText();
+  RunResult loose = Client(p, {"init", "ctx:0", "devices", "meminfo"},
+                           Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=128MiB", GroupVar()}));
+  strict.Send("go");
+  strict.Finish(20000);
+  ASSERT_TRUE(loose.ExitedZero()) << loose.Describe();
+  EXPECT_EQ(loose.out.Int("total"), static_cast<long long>(k64MiB));
+  EXPECT_EQ(loose.out.Int("dev0.total"), static_cast<long long>(k64MiB));
+}
+
 // ---------------------------------------------------------------------------
 // The race: 8 processes x 4 threads hammer cuMemAlloc/cuMemFree with random
 // page-multiple sizes against one group quota of 64 MiB, on a simulated node
