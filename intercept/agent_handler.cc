@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <string>
@@ -122,13 +123,19 @@ class ResidencyHandler : public ctl::Handler {
 
 }  // namespace
 
-void StartAgent() {
-  static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
-  ctl::Status s = ctl::Agent::Start(handler);
-  if (!s.ok()) {
-    VGPU_LOG(kWarn, "control agent not started: %s", s.message.c_str());
-  } else {
-    VGPU_LOG(kInfo, "control agent listening on %s", ctl::Agent::SocketPath().c_str());
+void StartAgent() noexcept {
+  // cuInit must not fail because the agent could not start (out of memory,
+  // no thread): the job runs, it only cannot be checkpointed by hand.
+  try {
+    static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
+    ctl::Status s = ctl::Agent::Start(handler);
+    if (!s.ok()) {
+      VGPU_LOG(kWarn, "control agent not started: %s", s.message.c_str());
+    } else {
+      VGPU_LOG(kInfo, "control agent listening on %s", ctl::Agent::SocketPath().c_str());
+    }
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "control agent not started: %s", e.what());
   }
 }
 

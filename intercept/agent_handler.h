@@ -6,6 +6,6 @@
 
 namespace vgpu {
 
-void StartAgent();
+void StartAgent() noexcept;
 
 }  // namespace vgpu
