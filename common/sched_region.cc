@@ -354,8 +354,14 @@ bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
   int h = dev.holder.load();
   if (h == me) return true;
   if (h >= 0) {
-    // A holder that died keeps nobody waiting: its lease is taken over.
-    if (now - dev.lease_since_ns.load() < 10'000'000 || ClientAlive(h)) return false;
+    // A holder that died keeps nobody waiting: its lease is taken over. A
+    // waiter wakes every millisecond; /proc is read at most every 10 ms.
+    constexpr uint64_t kGraceNs = 10'000'000;
+    if (now - dev.lease_since_ns.load() < kGraceNs) return false;
+    uint64_t checked = alive_checked_ns_[device].load(std::memory_order_relaxed);
+    if (now - checked < kGraceNs) return false;
+    alive_checked_ns_[device].store(now, std::memory_order_relaxed);
+    if (ClientAlive(h)) return false;
     layout_->clients[h].demand_since_ns[device].store(0);  // the dead cannot take it back
     if (dev.holder.compare_exchange_strong(h, -1)) Wake(dev);
     h = -1;

@@ -142,6 +142,8 @@ class SchedRegion {
   size_t bytes_ = 0;
   bool shared_ = false;
   SchedTuning tuning_;
+  // This process's last liveness check of each device's holder.
+  std::atomic<uint64_t> alive_checked_ns_[kSchedDevices] = {};
 };
 
 }  // namespace vgpu
