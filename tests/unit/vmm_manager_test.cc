@@ -2,7 +2,10 @@
 // charging in physical chunks and the freed-chunk cache (docs/vmm.md).
 // One simulated node per test process (device 0: 64 MiB, device 1: 1 GiB);
 // every test uses a Manager and contexts of its own and gives all memory
-// back; the accounting callbacks record into a test ledger.
+// back; the accounting callbacks record into a test ledger. The copies the
+// manager makes for suspend/resume go through test wrappers that can fail one
+// of them on demand (the sim's VGPU_SIM_FAULTS counts every call of the
+// process, the test's own copies included).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,12 +16,36 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "intercept/real_driver.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
+namespace {
+
+// Armed by a test: the n-th next copy of that direction that vmm::Manager
+// makes fails (0: none fails).
+std::atomic<int> g_fail_htod_in{0};
+std::atomic<int> g_fail_dtoh_in{0};
+constexpr CUresult kInjected = CUDA_ERROR_ILLEGAL_ADDRESS;
+
+bool FailsNow(std::atomic<int>* countdown) {
+  int n = countdown->load();
+  while (n > 0 && !countdown->compare_exchange_weak(n, n - 1)) {
+  }
+  return n == 1;
+}
+
+CUresult CUDAAPI ManagerHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  return FailsNow(&g_fail_htod_in) ? kInjected : ::cuMemcpyHtoD_v2(dst, src, bytes);
+}
+CUresult CUDAAPI ManagerDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  return FailsNow(&g_fail_dtoh_in) ? kInjected : ::cuMemcpyDtoH_v2(dst, src, bytes);
+}
+
+}  // namespace
 
 // The table REAL_CALL reads; here it points straight at the simulated driver
 // this test links, for the entry points vmm::Manager uses.
@@ -35,8 +62,8 @@ const RealCuda& Cuda() {
     t.cuMemSetAccess_ = &::cuMemSetAccess;
     t.cuMemUnmap_ = &::cuMemUnmap;
     t.cuMemRelease_ = &::cuMemRelease;
-    t.cuMemcpyDtoH_v2_ = &::cuMemcpyDtoH_v2;
-    t.cuMemcpyHtoD_v2_ = &::cuMemcpyHtoD_v2;
+    t.cuMemcpyDtoH_v2_ = &ManagerDtoH;
+    t.cuMemcpyHtoD_v2_ = &ManagerHtoD;
     return t;
   }();
   return table;
@@ -94,6 +121,8 @@ class VmmManagerTest : public ::testing::Test {
     g_charged = 0;
     g_reserves = 0;
     g_refusals = 0;
+    g_fail_htod_in = 0;
+    g_fail_dtoh_in = 0;
     m_.SetAccounting(TestAccounting());
   }
   void TearDown() override {
@@ -108,6 +137,32 @@ class VmmManagerTest : public ::testing::Test {
     return p;
   }
   void Free(CUdeviceptr p) { EXPECT_EQ(m_.Free(p, nullptr), CUDA_SUCCESS); }
+
+  // A buffer's expected contents: bytes that differ per buffer and offset,
+  // never all zero (fresh physical memory reads as zeros).
+  static std::vector<uint8_t> Pattern(size_t bytes, uint32_t seed) {
+    std::vector<uint8_t> v(bytes);
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& b : v) {
+      x = x * 1664525u + 1013904223u;
+      b = static_cast<uint8_t>(x >> 24);
+    }
+    return v;
+  }
+  // Copies to/from device memory of `device` with its context current (the
+  // test's own copies: never failed by the wrappers).
+  void Write(CUdeviceptr p, const std::vector<uint8_t>& data, int device = 0) {
+    ASSERT_EQ(cuCtxSetCurrent(ctx_[device]), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemcpyHtoD_v2(p, data.data(), data.size()), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSetCurrent(ctx_[0]), CUDA_SUCCESS);
+  }
+  std::vector<uint8_t> Read(CUdeviceptr p, size_t bytes, int device = 0) {
+    std::vector<uint8_t> out(bytes, 0);
+    EXPECT_EQ(cuCtxSetCurrent(ctx_[device]), CUDA_SUCCESS);
+    EXPECT_EQ(cuMemcpyDtoH_v2(out.data(), p, bytes), CUDA_SUCCESS);
+    EXPECT_EQ(cuCtxSetCurrent(ctx_[0]), CUDA_SUCCESS);
+    return out;
+  }
 
   CUcontext ctx_[2] = {nullptr, nullptr};
   Manager m_;
@@ -238,6 +293,110 @@ TEST_F(VmmManagerTest, ReleaseAllReleasesCachedChunksAndCopiesOnlyLiveOnes) {
   ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
   EXPECT_TRUE(m_.AllMapped());
   Free(live);
+}
+
+// Suspend and resume as residency does them (ReleaseAll keeping host copies,
+// RecreateAll): the contents come back byte for byte, for sub-allocated and
+// whole-chunk allocations on both devices, twice in a row.
+TEST_F(VmmManagerTest, ReleaseAndRecreateGiveTheDataBack) {
+  struct Buf {
+    CUdeviceptr p;
+    size_t bytes;
+    int device;
+    std::vector<uint8_t> data;
+  };
+  std::vector<Buf> bufs;
+  const std::pair<size_t, int> shapes[] = {
+      {1000, 0}, {300000, 0}, {5 * kMiB + 123, 0}, {4096, 1}, {3 * kMiB, 1}};
+  for (const auto& [bytes, device] : shapes) {
+    Buf b{Alloc(bytes, CUDA_SUCCESS, device), bytes, device,
+          Pattern(bytes, static_cast<uint32_t>(bufs.size()))};
+    Write(b.p, b.data, b.device);
+    bufs.push_back(std::move(b));
+  }
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    SCOPED_TRACE("cycle " + std::to_string(cycle));
+    uint64_t charged = g_charged;
+    ASSERT_EQ(m_.ReleaseAll(true, nullptr), CUDA_SUCCESS);
+    EXPECT_FALSE(m_.AllMapped());
+    EXPECT_EQ(m_.MappedBytes(), 0u);
+    for (const Buf& b : bufs) {
+      const uint8_t* host = m_.HostCopy(b.p);
+      ASSERT_NE(host, nullptr);
+      EXPECT_EQ(std::vector<uint8_t>(host, host + b.bytes), b.data) << "host copy of " << b.bytes;
+      // The memory is really gone, not merely flagged: the VA faults.
+      uint8_t byte = 0;
+      ASSERT_EQ(cuCtxSetCurrent(ctx_[b.device]), CUDA_SUCCESS);
+      EXPECT_NE(cuMemcpyDtoH_v2(&byte, b.p, 1), CUDA_SUCCESS);
+      ASSERT_EQ(cuCtxSetCurrent(ctx_[0]), CUDA_SUCCESS);
+    }
+    ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
+    EXPECT_TRUE(m_.AllMapped());
+    EXPECT_EQ(g_charged, charged) << "a suspend keeps the charge; a resume adds none";
+    for (const Buf& b : bufs) {
+      EXPECT_EQ(m_.HostCopy(b.p), nullptr) << "the host copy is dropped once copied back";
+      EXPECT_TRUE(Read(b.p, b.bytes, b.device) == b.data) << b.bytes << " bytes on device "
+                                                           << b.device << " differ after resume";
+    }
+  }
+  for (const Buf& b : bufs) Free(b.p);
+}
+
+// A resume copy that fails leaves its chunk released with its host copy (the
+// chunks before it are resumed, those after it untouched), so that a second
+// RecreateAll maps and copies it again: the data is then all there.
+TEST_F(VmmManagerTest, FailedResumeCopyIsRetriedByTheNextRecreate) {
+  std::vector<CUdeviceptr> ps;  // a 2 MiB chunk each, one copy per chunk, in VA order
+  std::vector<std::vector<uint8_t>> data;
+  for (uint32_t i = 0; i < 3; ++i) {
+    ps.push_back(Alloc(2 * kMiB));
+    data.push_back(Pattern(2 * kMiB, 100 + i));
+    Write(ps.back(), data.back());
+  }
+  ASSERT_LT(ps[0], ps[1]);
+  ASSERT_LT(ps[1], ps[2]);
+  ASSERT_EQ(m_.ReleaseAll(true, nullptr), CUDA_SUCCESS);
+  g_fail_htod_in = 2;
+  EXPECT_EQ(m_.RecreateAll(nullptr), kInjected);
+  EXPECT_FALSE(m_.AllMapped());
+  EXPECT_EQ(m_.MappedBytes(), 2 * kMiB) << "only the chunk copied before the failure is mapped";
+  EXPECT_EQ(m_.HostCopy(ps[0]), nullptr);
+  EXPECT_NE(m_.HostCopy(ps[1]), nullptr) << "the failed chunk must keep its host copy";
+  EXPECT_NE(m_.HostCopy(ps[2]), nullptr);
+  EXPECT_EQ(g_charged, 6 * kMiB);
+  ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(m_.AllMapped());
+  EXPECT_EQ(g_charged, 6 * kMiB) << "the retry must not charge the chunk twice";
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_TRUE(Read(ps[i], 2 * kMiB) == data[i]) << "buffer " << i << " differs after the retry";
+    EXPECT_EQ(m_.HostCopy(ps[i]), nullptr);
+  }
+  for (CUdeviceptr p : ps) Free(p);
+}
+
+// A suspend copy that fails leaves every chunk mapped and drops the host
+// copies already made (they would be stale once the application writes
+// again, and a later suspend must not mistake them for current).
+TEST_F(VmmManagerTest, FailedSuspendCopyKeepsEverythingMappedWithoutHostCopies) {
+  std::vector<CUdeviceptr> ps;
+  std::vector<std::vector<uint8_t>> data;
+  for (uint32_t i = 0; i < 3; ++i) {
+    ps.push_back(Alloc(2 * kMiB));
+    data.push_back(Pattern(2 * kMiB, 200 + i));
+    Write(ps.back(), data.back());
+  }
+  g_fail_dtoh_in = 2;
+  EXPECT_EQ(m_.ReleaseAll(true, nullptr), kInjected);
+  EXPECT_TRUE(m_.AllMapped());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_EQ(m_.HostCopy(ps[i]), nullptr) << "buffer " << i << " kept a host copy";
+    EXPECT_TRUE(Read(ps[i], 2 * kMiB) == data[i]) << "buffer " << i;
+  }
+  // And the next suspend works from scratch.
+  ASSERT_EQ(m_.ReleaseAll(true, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(Read(ps[i], 2 * kMiB) == data[i]);
+  for (CUdeviceptr p : ps) Free(p);
 }
 
 // Threads allocating and freeing while another trims the cache (run under
