@@ -3,6 +3,10 @@
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
 #   residency_test.sh cycles N    N suspend/resume cycles under concurrent CUDA calls
 #   residency_test.sh corrupt     damaged image refused, process stays suspended, good image works
+#   residency_test.sh suspended_restore
+#                                 restores into a suspended process: a damaged image is refused
+#                                 and resume gives the data back; one that fails midway leaves it
+#                                 checkpointed on the image, and resume restores from it
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
 mode=$1
@@ -104,6 +108,47 @@ corrupt)
   wait $child; st=$?; child=
   cat "$work/hold.out"
   [ $st -eq 0 ] || fail "client saw wrong data after restore"
+  ;;
+suspended_restore)
+  # The first cuMemcpyHtoDAsync of the process fails: only restore workers
+  # use it (the client and resume copy synchronously), so it hits the second
+  # restore below, after the image was verified and the host copies dropped.
+  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoDAsync_v2:1:999 LD_PRELOAD=$LIBVGPU \
+    "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_agent $child
+  total=$(meminfo_total)
+  ctl checkpoint $child --dir "$work/good" --leave-running || fail "checkpoint"
+  ctl suspend $child || fail "suspend"
+  mkdir -p "$work/bad"
+  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
+  size=$(stat -c %s "$work/bad/image.vgpuckpt")
+  printf '\xff\xff\xff\xff' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
+  cat "$work/ctl.out"
+  "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
+  grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after refused restore"; }
+  # The refusal must not have touched the host copies: resume brings them back.
+  ctl resume $child || fail "resume after the refused restore"
+  sleep 0.2
+  ctl suspend $child || fail "second suspend"
+  if "$VGPUCTL" restore $child --from "$work/good" >"$work/ctl.out" 2>&1; then
+    fail "restore with a failing copy succeeded (was VGPU_SIM_FAULTS applied?)"
+  fi
+  cat "$work/ctl.out"
+  grep -q "its memory is in" "$work/ctl.out" || fail "a midway failure does not say where the memory is"
+  "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
+  grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after failed restore"; }
+  free=$(meminfo_free)
+  [ "$free" = "$total" ] || fail "failed restore left device memory mapped ($free of $total free)"
+  # The host copies are gone: resume must restore from the verified image.
+  ctl resume $child || fail "resume after the failed restore"
+  sleep 0.2
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/hold.out"
+  [ $st -eq 0 ] || fail "client saw wrong data after resume"
   ;;
 *) fail "unknown mode $mode" ;;
 esac
