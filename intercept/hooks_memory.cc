@@ -314,19 +314,23 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
       });
       if (r != CUDA_SUCCESS) return r;
       uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
-      if (real == guess) return r;
-      vgpu::Charge c;
-      vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
-      if (real < guess) {
-        vgpu::Unreserve(w.device, guess - real);
-      } else if (!vgpu::Reserve(w.device, real - guess)) {
-        REAL_CALL(cuMemFree_v2, *dptr);
-        vgpu::Unreserve(w.device, guess);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+      if (real != guess) {
+        vgpu::Charge c;
+        vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
+        if (real < guess) {
+          vgpu::Unreserve(w.device, guess - real);
+        } else if (!vgpu::Reserve(w.device, real - guess)) {
+          REAL_CALL(cuMemFree_v2, *dptr);
+          vgpu::Unreserve(w.device, guess);
+          return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (vgpu::Runtime::Get().ledger() != nullptr) {
+          vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
+        }
       }
-      if (vgpu::Runtime::Get().ledger() != nullptr) {
-        vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
-      }
+      // Driver memory, like cuMemAlloc's off VMM: suspend cannot move it, so
+      // suspend and checkpoint must refuse rather than leave it behind.
+      vgpu::residency::NoteNonMigratable(vgpu::NmKey(ChargeKind::kPointer, *dptr), real, w.ctx);
       return r;);
 }
 

@@ -5,6 +5,8 @@
 //                      pattern, prints "ready", then THREADS threads copy,
 //                      memset and verify them until FILE exists; prints
 //                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
+//   pitch FILE         holds one cuMemAllocPitch buffer until FILE exists
+//                      (prints "ready" once it has it), then frees it.
 #include <cuda.h>
 #include <unistd.h>
 
@@ -40,6 +42,16 @@ int main(int argc, char** argv) {
     size_t free = 0, total = 0;
     CU(cuMemGetInfo(&free, &total));
     std::printf("free=%zu total=%zu\n", free, total);
+    return 0;
+  }
+  if (mode == "pitch" && argc >= 3) {
+    CUdeviceptr p = 0;
+    size_t pitch = 0;
+    CU(cuMemAllocPitch(&p, &pitch, 1000, 300, 4));
+    std::printf("ready pitch=%zu\n", pitch);
+    std::fflush(stdout);
+    while (access(argv[2], F_OK) != 0) usleep(2000);
+    CU(cuMemFree(p));
     return 0;
   }
   if (mode != "hold" || argc < 4) return 2;

@@ -7,6 +7,7 @@
 #                                 restores into a suspended process: a damaged image is refused
 #                                 and resume gives the data back; one that fails midway leaves it
 #                                 checkpointed on the image, and resume restores from it
+#   residency_test.sh pitch       off VMM, cuMemAllocPitch memory makes suspend/checkpoint refuse
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
 mode=$1
@@ -149,6 +150,25 @@ suspended_restore)
   wait $child; st=$?; child=
   cat "$work/hold.out"
   [ $st -eq 0 ] || fail "client saw wrong data after resume"
+  ;;
+pitch)
+  # Off VMM, pitched memory is the driver's: suspend cannot move it, so it
+  # must refuse (busy: exit 5) rather than leave it behind, as for cuMemAlloc.
+  VGPU_VMM=off LD_PRELOAD=$LIBVGPU "$CLIENT" pitch "$work/stop" >"$work/pitch.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/pitch.out" && break; sleep 0.01; done
+  grep -q ready "$work/pitch.out" || { cat "$work/pitch.out"; fail "client not ready"; }
+  wait_agent $child
+  "$VGPUCTL" suspend $child >"$work/ctl.out" 2>&1; st=$?
+  cat "$work/ctl.out"
+  [ $st -eq 5 ] || fail "suspend of a process holding pitched driver memory: exit $st, want 5"
+  grep -q non-migratable "$work/ctl.out" || fail "refusal does not name the non-migratable memory"
+  "$VGPUCTL" checkpoint $child --dir "$work/ckpt" >"$work/ctl.out" 2>&1; st=$?
+  cat "$work/ctl.out"
+  [ $st -eq 5 ] || fail "checkpoint of a process holding pitched driver memory: exit $st, want 5"
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  [ $st -eq 0 ] || { cat "$work/pitch.out"; fail "pitch client failed"; }
   ;;
 *) fail "unknown mode $mode" ;;
 esac
