@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   if (mode != "hold" || argc < 4) return 2;
   int threads = std::atoi(argv[2]);
   std::string stop = argv[3];
-  // Fixed buffers (verified) and one per thread (scratch).
+  // Fixed buffers (verified) and one per thread (scratch). residency_test.sh
+  // resume_retry counts on one cuMemcpyHtoD per fixed buffer and none later.
   const size_t sizes[] = {1000, 4096, 300000, 3u << 20, 8u << 20};
   std::vector<CUdeviceptr> bufs;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {

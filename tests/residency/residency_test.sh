@@ -7,6 +7,8 @@
 #                                 restores into a suspended process: a damaged image is refused
 #                                 and resume gives the data back; one that fails midway leaves it
 #                                 checkpointed on the image, and resume restores from it
+#   residency_test.sh resume_retry
+#                                 a resume whose copy fails stays suspended; the retry brings all back
 #   residency_test.sh pitch       off VMM, cuMemAllocPitch memory makes suspend/checkpoint refuse
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
@@ -150,6 +152,28 @@ suspended_restore)
   wait $child; st=$?; child=
   cat "$work/hold.out"
   [ $st -eq 0 ] || fail "client saw wrong data after resume"
+  ;;
+resume_retry)
+  # The client makes 5 cuMemcpyHtoD calls before "ready" and none after
+  # (its threads read and memset): the 6th is resume's copy of the first
+  # chunk.
+  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoD_v2:6:999 LD_PRELOAD=$LIBVGPU \
+    "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_agent $child
+  ctl suspend $child || fail "suspend"
+  if "$VGPUCTL" resume $child >"$work/ctl.out" 2>&1; then fail "resume with a failing copy succeeded"; fi
+  cat "$work/ctl.out"
+  grep -q "still suspended" "$work/ctl.out" || fail "a failed resume does not say the process is still suspended"
+  "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
+  grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after failed resume"; }
+  ctl resume $child || fail "retried resume"
+  sleep 0.2
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/hold.out"
+  [ $st -eq 0 ] || fail "client saw wrong data after the retried resume"
   ;;
 pitch)
   # Off VMM, pitched memory is the driver's: suspend cannot move it, so it
