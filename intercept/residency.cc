@@ -133,7 +133,8 @@ Result RefuseNonMigratable() {
   uint64_t n = NonMigratableBytes();
   if (n == 0) return Result::Ok();
   return Result::Error("EBUSY", "process holds " + std::to_string(n) +
-                                    " bytes of non-migratable memory (managed/arrays)");
+                                    " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
+                                    "imported or self-mapped memory, or any allocation with VGPU_VMM=off)");
 }
 
 // Appends a suspended allocation from its host copy.
@@ -375,7 +376,7 @@ Result Resume(const Progress& progress) {
     if (progress) progress("copy", d, t);
   });
   if (r != CUDA_SUCCESS) {
-    return Result::Error("EIO", "resume failed mapping device memory: " + CuErr(r) +
+    return Result::Error("EIO", "resume failed mapping or copying back device memory: " + CuErr(r) +
                                     " (still suspended; retry when memory is free)");
   }
   g_state.store(State::kRunning);
