@@ -1,19 +1,16 @@
 #include "common/sched_region.h"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <thread>
 
+#include "common/futex.h"
 #include "common/process_info.h"
 
 namespace vgpu {
@@ -21,13 +18,8 @@ namespace {
 
 constexpr uint64_t kMaxRefillNs = 100'000'000;  // a stalled refiller never floods buckets
 
-void Futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* ts) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, ts, nullptr, 0);
-}
-
 void Wake(SchedDevice& dev) {
-  dev.gen.fetch_add(1, std::memory_order_seq_cst);
-  Futex(&dev.gen, FUTEX_WAKE, INT_MAX, nullptr);  // shared: waiters are other processes
+  FutexBumpAndWakeAll(&dev.gen, FutexScope::kShared);  // waiters are other processes
 }
 
 void InitLayout(SchedLayout* l) {
@@ -419,9 +411,7 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
 }
 
 void SchedRegion::WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns) {
-  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
-              static_cast<long>(timeout_ns % 1'000'000'000ull)};
-  Futex(&layout_->devices[device].gen, FUTEX_WAIT, seen_gen, &ts);
+  FutexWait(&layout_->devices[device].gen, seen_gen, timeout_ns, FutexScope::kShared);
 }
 
 bool SchedRegion::ClientAlive(int c) const {

@@ -1,13 +1,12 @@
 #include "intercept/compute_share.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 
+#include "common/clock.h"
+#include "common/futex.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
 #include "intercept/runtime.h"
@@ -30,24 +29,6 @@ constexpr uint64_t kPollNs = 200'000;
 // charged to the next holder, which in turn leaves its own tail to whoever
 // follows, so on average every tenant is charged its own time.
 constexpr uint64_t kHandoverLeadNs = 500'000;
-
-uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void FutexWait(std::atomic<uint32_t>* word, uint32_t seen, uint64_t timeout_ns) {
-  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
-              static_cast<long>(timeout_ns % 1'000'000'000ull)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
-}
-
-void FutexWakeAll(std::atomic<uint32_t>* word) {
-  word->fetch_add(1, std::memory_order_seq_cst);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
-}
 
 GroupParams ParamsFrom(const Config& cfg) {
   GroupParams p;
@@ -120,11 +101,12 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
         s.launched.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      FutexWakeAll(&wake_);  // the queue is full: the accountant retires it
-      FutexWait(&s.completed_signal, signal, 1'000'000);
+      // The queue is full: the accountant retires it.
+      FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
+      FutexWait(&s.completed_signal, signal, 1'000'000, FutexScope::kProcess);
       continue;
     }
-    uint64_t now = NowNs();
+    uint64_t now = MonotonicNs();
     region_->Refill(device, now);
     region_->SetDemand(device, client_, now);
     uint32_t gen = region_->device(device).gen.load();
@@ -135,7 +117,7 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
         s.fresh_lease.store(true, std::memory_order_release);
         region_->ClearDemand(device, client_);
         s.holding.store(true, std::memory_order_release);
-        FutexWakeAll(&wake_);
+        FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
       }
       continue;
     }
@@ -147,7 +129,7 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
 void ComputeShare::Retire(int device, uint64_t launched) {
   PerDevice& s = dev_[device];
   s.completed.store(launched, std::memory_order_release);
-  FutexWakeAll(&s.completed_signal);
+  FutexBumpAndWakeAll(&s.completed_signal, FutexScope::kProcess);
 }
 
 // Waits for the oldest marker; false if none is pending.
@@ -255,7 +237,7 @@ bool ComputeShare::Tick(int device, uint64_t now) {
     waited = true;
   }
   bool early = s.must_yield.load() && DrainToLead(device, now);
-  now = NowNs();
+  now = MonotonicNs();
   // Exclusive lease: an interval in which we had work queued at its start, or
   // launched any, ran only our work, so its wall time is our GPU time (queued
   // work included). Only intervals idle from end to end are free.
@@ -307,7 +289,7 @@ void ComputeShare::AccountantLoop() {
   uint64_t last_reap = 0;
   for (;;) {
     uint32_t signal = wake_.load();
-    uint64_t now = NowNs();
+    uint64_t now = MonotonicNs();
     bool holding = false, busy = false;
     for (int d = 0; d < kSchedDevices; ++d) {
       if (dev_[d].group < 0 || !dev_[d].holding.load(std::memory_order_acquire)) continue;
@@ -318,7 +300,7 @@ void ComputeShare::AccountantLoop() {
       region_->ReapDead();  // a dead holder must not keep the device
       last_reap = now;
     }
-    if (!busy) FutexWait(&wake_, signal, holding ? kPollNs : 50'000'000);
+    if (!busy) FutexWait(&wake_, signal, holding ? kPollNs : 50'000'000, FutexScope::kProcess);
   }
 }
 
