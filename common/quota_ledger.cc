@@ -1,20 +1,17 @@
 #include "common/quota_ledger.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "common/process_info.h"
+#include "common/shm_region.h"
 
 namespace vgpu {
 
@@ -25,11 +22,11 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<int32_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
 static_assert(sizeof(LedgerRegion) < UINT32_MAX);
+static_assert(ShmRegionHeaderMatches<LedgerRegion>());
 
 namespace {
 
 constexpr size_t kMaxGroupName = 100;
-constexpr int kReadyWaitMs = 5000;
 // Bounds on how long a refused reservation keeps trying (see TryReserve).
 constexpr int kMaxAttempts = 32;
 constexpr int kMaxMisses = 4;
@@ -91,17 +88,6 @@ void PauseAfterMiss(int misses) {
   nanosleep(&ts, nullptr);
 }
 
-uint64_t NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
-}
-
-void SleepMs(int ms) {
-  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, nullptr);
-}
-
 // Whether `pid` is still the process that stored `start` when it claimed a
 // slot. start == 0 means the owner could not read /proc: existence is all we
 // can check then (kill(0) never signals; EPERM means it exists).
@@ -138,130 +124,6 @@ void ApplyStricterLimits(LedgerRegion* r, const std::vector<uint64_t>& limits) {
     }
     if (lowered) r->generation.fetch_add(1, std::memory_order_seq_cst);
   }
-}
-
-std::string DevShmPath(const std::string& name) { return "/dev/shm" + name; }
-
-// Checks what another process created; the message names the file to remove.
-bool CheckHeader(const LedgerRegion* r, size_t size, const std::string& path, std::string* error) {
-  if (r->magic != kLedgerMagic) {
-    *error = "quota ledger " + path + " is not a vgpu ledger (bad magic); remove it";
-  } else if (r->version != kLedgerVersion) {
-    *error = "quota ledger " + path + " has version " + std::to_string(r->version) +
-             ", this library speaks " + std::to_string(kLedgerVersion) +
-             "; stop the group's processes and remove it";
-  } else if (r->region_bytes != sizeof(LedgerRegion) || size != sizeof(LedgerRegion)) {
-    *error = "quota ledger " + path + " has size " + std::to_string(size) + " (header says " +
-             std::to_string(r->region_bytes) + "), expected " +
-             std::to_string(sizeof(LedgerRegion)) + "; damaged or truncated, remove it";
-  } else {
-    return true;
-  }
-  return false;
-}
-
-// The region file must be ours and private. /dev/shm is world-writable, so
-// another uid could plant "/vgpu-ledger-<our uid>-<group>" with a huge limit
-// (or read our usage); a file not owned by our euid, or open to group/others,
-// is refused. That is a denial of service at worst, never a raised quota.
-bool CheckOwner(int fd, const std::string& path, struct stat* st, std::string* error) {
-  if (fstat(fd, st) != 0) {
-    *error = "quota ledger " + path + ": fstat: " + std::strerror(errno);
-    return false;
-  }
-  if (st->st_uid != geteuid()) {
-    *error = "quota ledger " + path + " is owned by uid " + std::to_string(st->st_uid) + ", not " +
-             std::to_string(geteuid()) + "; refusing a region another user created";
-    return false;
-  }
-  if ((st->st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st->st_mode & 0777));
-    *error =
-        "quota ledger " + path + " has mode " + mode + ", open to group or others; refusing it";
-    return false;
-  }
-  return true;
-}
-
-void* MapShared(int fd, size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-// Creates the region if absent. Returns the mapping, nullptr with *error set,
-// or nullptr with *error empty when it already exists.
-LedgerRegion* CreateRegion(const std::string& name, const std::string& group,
-                           const std::vector<uint64_t>& limits, std::string* error) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno != EEXIST) {
-      *error = "quota ledger " + DevShmPath(name) + ": shm_open: " + std::strerror(errno);
-    }
-    return nullptr;
-  }
-  // Exactly 0600 whatever the umask: members of the group reopen it O_RDWR.
-  void* p = nullptr;
-  if (fchmod(fd, 0600) == 0 && ftruncate(fd, sizeof(LedgerRegion)) == 0) {
-    p = MapShared(fd, sizeof(LedgerRegion));
-  }
-  int saved = errno;
-  close(fd);
-  if (p == nullptr) {
-    shm_unlink(name.c_str());
-    *error = "quota ledger " + DevShmPath(name) + ": cannot size or map: " + std::strerror(saved);
-    return nullptr;
-  }
-  auto* r = static_cast<LedgerRegion*>(p);
-  InitRegion(r, group, limits);
-  return r;
-}
-
-// Opens an existing region, waiting (bounded) for its creator to finish.
-// Returns nullptr with *error set, or with *error empty if it vanished.
-LedgerRegion* AttachRegion(const std::string& name, std::string* error) {
-  const std::string path = DevShmPath(name);
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) {
-    if (errno != ENOENT) *error = "quota ledger " + path + ": shm_open: " + std::strerror(errno);
-    return nullptr;
-  }
-  struct stat st;
-  bool owned = CheckOwner(fd, path, &st, error);
-  // The creator sizes the file right after creating it: wait for that.
-  const uint64_t deadline = NowMs() + kReadyWaitMs;
-  while (owned && st.st_size == 0 && NowMs() < deadline) {
-    SleepMs(1);
-    if (fstat(fd, &st) != 0) break;
-  }
-  if (!owned) {
-    close(fd);
-    return nullptr;
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size < offsetof(LedgerRegion, limit)) {
-    close(fd);
-    *error = "quota ledger " + path + " is truncated (" + std::to_string(size) +
-             " bytes) or its creator died while creating it; remove it";
-    return nullptr;
-  }
-  void* p = MapShared(fd, size);
-  close(fd);
-  if (p == nullptr) {
-    *error = "quota ledger " + path + ": mmap: " + std::strerror(errno);
-    return nullptr;
-  }
-  auto* r = static_cast<LedgerRegion*>(p);
-  while (r->ready.load(std::memory_order_acquire) == 0 && NowMs() < deadline) {
-    SleepMs(1);
-  }
-  if (r->ready.load(std::memory_order_acquire) == 0) {
-    *error = "quota ledger " + path + " was never initialized (its creator died?); remove it";
-  } else if (CheckHeader(r, size, path, error)) {
-    return r;
-  }
-  munmap(p, size);
-  return nullptr;
 }
 
 // Sums every slot, seq_cst; a slot that is free holds 0, so there is no need
@@ -352,9 +214,8 @@ std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
   ledger->mapped_bytes_ = sizeof(LedgerRegion);
   if (group.empty()) {
     // Private: shared with fork()ed children only, so they draw from our quota.
-    void* p = mmap(nullptr, sizeof(LedgerRegion), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+    void* p = MapPrivateRegion(sizeof(LedgerRegion));
+    if (p == nullptr) {
       *error = std::string("quota ledger: mmap: ") + std::strerror(errno);
       return nullptr;
     }
@@ -367,18 +228,18 @@ std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
              "\": use at most 100 of [A-Za-z0-9._-]";
     return nullptr;
   }
-  const std::string name = ShmName(group);
-  // Create or attach; retry if the region is removed between the two steps.
-  for (int attempt = 0; attempt < 3 && ledger->region_ == nullptr; ++attempt) {
-    ledger->region_ = CreateRegion(name, group, limits, error);
-    if (ledger->region_ != nullptr || !error->empty()) break;
-    ledger->region_ = AttachRegion(name, error);
-    if (ledger->region_ != nullptr) ApplyStricterLimits(ledger->region_, limits);
-    if (!error->empty()) break;
-  }
-  if (ledger->region_ == nullptr) {
-    if (error->empty()) *error = "quota ledger " + DevShmPath(name) + ": keeps disappearing";
-    return nullptr;
+  ShmRegionMapping m = OpenShmRegion({.name = ShmName(group),
+                                      .what = "quota ledger",
+                                      .magic = kLedgerMagic,
+                                      .version = kLedgerVersion,
+                                      .bytes = sizeof(LedgerRegion)},
+                                     error);
+  if (m.addr == nullptr) return nullptr;
+  ledger->region_ = static_cast<LedgerRegion*>(m.addr);
+  if (m.created) {
+    InitRegion(ledger->region_, group, limits);
+  } else {
+    ApplyStricterLimits(ledger->region_, limits);
   }
   // What this process was before an exec holds nothing any more.
   ledger->ReleasePreviousImages(nullptr, getpid(), ProcessStartTime(getpid()));

@@ -1,22 +1,20 @@
 #include "common/sched_region.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <thread>
 
 #include "common/futex.h"
 #include "common/process_info.h"
+#include "common/shm_region.h"
 
 namespace vgpu {
 namespace {
 
 constexpr uint64_t kMaxRefillNs = 100'000'000;  // a stalled refiller never floods buckets
+
+static_assert(ShmRegionHeaderMatches<SchedLayout>());
 
 void Wake(SchedDevice& dev) {
   FutexBumpAndWakeAll(&dev.gen, FutexScope::kShared);  // waiters are other processes
@@ -33,22 +31,6 @@ void InitLayout(SchedLayout* l) {
   l->ready.store(1, std::memory_order_release);
 }
 
-std::string CheckExisting(int fd, const std::string& path) {
-  struct stat st{};
-  for (int i = 0; i < 500 && fstat(fd, &st) == 0 && st.st_size == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    return "scheduler region " + path + " is not private to this user (owner uid " +
-           std::to_string(st.st_uid) + "); refusing it";
-  }
-  if (st.st_size != static_cast<off_t>(sizeof(SchedLayout))) {
-    return "scheduler region " + path + " has another layout (" + std::to_string(st.st_size) +
-           " bytes); stop its users and remove it";
-  }
-  return "";
-}
-
 }  // namespace
 
 uint64_t SchedRegion::GroupKey(const std::string& name) {
@@ -58,9 +40,8 @@ uint64_t SchedRegion::GroupKey(const std::string& name) {
 }
 
 std::unique_ptr<SchedRegion> SchedRegion::CreatePrivate() {
-  void* p = mmap(nullptr, sizeof(SchedLayout), PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
+  void* p = MapPrivateRegion(sizeof(SchedLayout));
+  if (p == nullptr) return nullptr;
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(p);
   r->bytes_ = sizeof(SchedLayout);
@@ -69,55 +50,18 @@ std::unique_ptr<SchedRegion> SchedRegion::CreatePrivate() {
 }
 
 std::unique_ptr<SchedRegion> SchedRegion::Open(const std::string& name, std::string* error) {
-  std::string shm = name.empty() ? "/vgpu-sched-" + std::to_string(geteuid()) : name;
-  std::string path = "/dev/shm" + shm;
-  bool created = true;
-  int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd >= 0) {
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(SchedLayout)) != 0) {
-      *error = "cannot create scheduler region " + path + ": " + strerror(errno);
-      close(fd);
-      shm_unlink(shm.c_str());
-      return nullptr;
-    }
-  } else if (errno == EEXIST) {
-    created = false;
-    fd = shm_open(shm.c_str(), O_RDWR, 0);
-    if (fd < 0) {
-      *error = "cannot open scheduler region " + path + ": " + strerror(errno);
-      return nullptr;
-    }
-    if (std::string bad = CheckExisting(fd, path); !bad.empty()) {
-      *error = bad;
-      close(fd);
-      return nullptr;
-    }
-  } else {
-    *error = "cannot create scheduler region " + path + ": " + strerror(errno);
-    return nullptr;
-  }
-  void* p = mmap(nullptr, sizeof(SchedLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    *error = "cannot map scheduler region " + path + ": " + strerror(errno);
-    return nullptr;
-  }
+  ShmRegionSpec spec{.name = name.empty() ? "/vgpu-sched-" + std::to_string(geteuid()) : name,
+                     .what = "scheduler region",
+                     .magic = kSchedMagic,
+                     .version = kSchedVersion,
+                     .bytes = sizeof(SchedLayout)};
+  ShmRegionMapping m = OpenShmRegion(spec, error);
+  if (m.addr == nullptr) return nullptr;
   std::unique_ptr<SchedRegion> r(new SchedRegion());
-  r->layout_ = static_cast<SchedLayout*>(p);
+  r->layout_ = static_cast<SchedLayout*>(m.addr);
   r->bytes_ = sizeof(SchedLayout);
   r->shared_ = true;
-  if (created) {
-    InitLayout(r->layout_);
-  } else {
-    for (int i = 0; i < 500 && r->layout_->ready.load(std::memory_order_acquire) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (r->layout_->ready.load() == 0 || r->layout_->magic != kSchedMagic ||
-        r->layout_->version != kSchedVersion) {
-      *error = "scheduler region " + path + " is damaged or of another version; remove it";
-      return nullptr;
-    }
-  }
+  if (m.created) InitLayout(r->layout_);
   return r;
 }
 

@@ -1,0 +1,173 @@
+#include "common/shm_region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/clock.h"
+
+namespace vgpu {
+namespace {
+
+// How long an opener waits for the region's creator to size and initialize
+// it before deciding the creator died half-way.
+constexpr uint64_t kReadyWaitMs = 5000;
+// How often a region removed between our create and attach steps is retried.
+constexpr int kOpenAttempts = 3;
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+// "quota ledger /dev/shm/vgpu-ledger-1000-g": how every message starts.
+std::string Named(const ShmRegionSpec& spec) {
+  return std::string(spec.what) + " /dev/shm" + spec.name;
+}
+
+void* MapShared(int fd, size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// The region file must be ours and private. /dev/shm is world-writable, so
+// another uid could plant a region under our name (a ledger with a huge
+// limit, a scheduler region that hands it our turns) or read ours; a file not
+// owned by our euid, or open to group/others, is refused.
+bool CheckOwner(int fd, const ShmRegionSpec& spec, struct stat* st, std::string* error) {
+  if (fstat(fd, st) != 0) {
+    *error = Named(spec) + ": fstat: " + std::strerror(errno);
+    return false;
+  }
+  if (st->st_uid != geteuid()) {
+    *error = Named(spec) + " is owned by uid " + std::to_string(st->st_uid) + ", not " +
+             std::to_string(geteuid()) + "; refusing a region another user created";
+    return false;
+  }
+  if ((st->st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st->st_mode & 0777));
+    *error = Named(spec) + " has mode " + mode + ", open to group or others; refusing it";
+    return false;
+  }
+  return true;
+}
+
+// Checks what another process created; the message names the file to remove.
+bool CheckHeader(const ShmRegionHeader* h, size_t size, const ShmRegionSpec& spec,
+                 std::string* error) {
+  if (h->magic != spec.magic) {
+    *error = Named(spec) + " is not a vgpu " + spec.what + " (bad magic); remove it";
+  } else if (h->version != spec.version) {
+    *error = Named(spec) + " has version " + std::to_string(h->version) + ", this library speaks " +
+             std::to_string(spec.version) + "; stop its users and remove it";
+  } else if (h->region_bytes != spec.bytes || size != spec.bytes) {
+    *error = Named(spec) + " has size " + std::to_string(size) + " (header says " +
+             std::to_string(h->region_bytes) + "), expected " + std::to_string(spec.bytes) +
+             "; damaged or truncated, remove it";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+// Creates the region if absent. Returns the mapping, nullptr with *error set,
+// or nullptr with *error empty when it already exists.
+void* CreateRegion(const ShmRegionSpec& spec, std::string* error) {
+  int fd = shm_open(spec.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno != EEXIST) *error = Named(spec) + ": shm_open: " + std::strerror(errno);
+    return nullptr;
+  }
+  // Exactly 0600 whatever the umask: the user's other processes reopen it O_RDWR.
+  void* p = nullptr;
+  if (fchmod(fd, 0600) == 0 && ftruncate(fd, static_cast<off_t>(spec.bytes)) == 0) {
+    p = MapShared(fd, spec.bytes);
+  }
+  int saved = errno;
+  close(fd);
+  if (p == nullptr) {
+    shm_unlink(spec.name.c_str());
+    *error = Named(spec) + ": cannot size or map: " + std::strerror(saved);
+  }
+  return p;
+}
+
+// Opens an existing region, waiting (bounded) for its creator to finish.
+// Returns nullptr with *error set, or with *error empty if it vanished.
+void* AttachRegion(const ShmRegionSpec& spec, std::string* error) {
+  int fd = shm_open(spec.name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno != ENOENT) *error = Named(spec) + ": shm_open: " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  bool owned = CheckOwner(fd, spec, &st, error);
+  // The creator sizes the file right after creating it: wait for that.
+  const uint64_t deadline = MonotonicMs() + kReadyWaitMs;
+  while (owned && st.st_size == 0 && MonotonicMs() < deadline) {
+    SleepMs(1);
+    if (fstat(fd, &st) != 0) break;
+  }
+  if (!owned) {
+    close(fd);
+    return nullptr;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size < sizeof(ShmRegionHeader)) {
+    close(fd);
+    *error = Named(spec) + " is truncated (" + std::to_string(size) +
+             " bytes) or its creator died while creating it; remove it";
+    return nullptr;
+  }
+  // Mapped at the size found, so that a foreign size is reported, not faulted on.
+  void* p = MapShared(fd, size);
+  close(fd);
+  if (p == nullptr) {
+    *error = Named(spec) + ": mmap: " + std::strerror(errno);
+    return nullptr;
+  }
+  auto* h = static_cast<ShmRegionHeader*>(p);
+  while (h->ready.load(std::memory_order_acquire) == 0 && MonotonicMs() < deadline) {
+    SleepMs(1);
+  }
+  if (h->ready.load(std::memory_order_acquire) == 0) {
+    *error = Named(spec) + " was never initialized (its creator died?); remove it";
+  } else if (CheckHeader(h, size, spec, error)) {
+    return p;
+  }
+  munmap(p, size);
+  return nullptr;
+}
+
+}  // namespace
+
+ShmRegionMapping OpenShmRegion(const ShmRegionSpec& spec, std::string* error) {
+  error->clear();
+  ShmRegionMapping m;
+  for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
+    m.addr = CreateRegion(spec, error);
+    if (m.addr != nullptr) {
+      m.created = true;
+      return m;
+    }
+    if (!error->empty()) return m;
+    m.addr = AttachRegion(spec, error);
+    if (m.addr != nullptr || !error->empty()) return m;
+  }
+  *error = Named(spec) + ": keeps disappearing";
+  return m;
+}
+
+void* MapPrivateRegion(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,123 @@
+// The shared-region opener behind the quota ledger and the scheduler region
+// (common/shm_region.h): create, attach, and refusal of regions that are not
+// exactly what the caller expects.
+#include "common/shm_region.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace vgpu {
+namespace {
+
+struct TestLayout {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t region_bytes;
+  std::atomic<uint32_t> ready;
+  uint32_t reserved;
+  uint64_t payload[8];
+};
+static_assert(ShmRegionHeaderMatches<TestLayout>());
+
+constexpr uint64_t kMagic = 0x5453455452485356ull;
+constexpr uint32_t kVersion = 3;
+
+class ShmRegionTest : public ::testing::Test {
+ protected:
+  void TearDown() override { shm_unlink(name_.c_str()); }
+
+  ShmRegionSpec Spec(size_t bytes = sizeof(TestLayout), uint64_t magic = kMagic,
+                     uint32_t version = kVersion) const {
+    return {
+        .name = name_, .what = "test region", .magic = magic, .version = version, .bytes = bytes};
+  }
+
+  // Opens as the caller of OpenShmRegion does: a creator initializes the header.
+  ShmRegionMapping Open(const ShmRegionSpec& spec, std::string* error) {
+    ShmRegionMapping m = OpenShmRegion(spec, error);
+    if (m.addr != nullptr && m.created) {
+      auto* l = static_cast<ShmRegionHeader*>(m.addr);
+      l->magic = spec.magic;
+      l->version = spec.version;
+      l->region_bytes = static_cast<uint32_t>(spec.bytes);
+      l->ready.store(1, std::memory_order_release);
+    }
+    return m;
+  }
+
+  // Expects `spec` to be refused with a one-line message naming the file and `why`.
+  void ExpectRefused(const ShmRegionSpec& spec, const std::string& why) {
+    std::string error;
+    ShmRegionMapping m = OpenShmRegion(spec, &error);
+    EXPECT_EQ(m.addr, nullptr);
+    EXPECT_NE(error.find("test region /dev/shm" + name_), std::string::npos) << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+
+  const std::string name_ = "/vgpu-shm-region-test-" + std::to_string(getpid()) + "-" +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+};
+
+TEST_F(ShmRegionTest, CreatesThenAttaches) {
+  std::string error;
+  ShmRegionMapping first = Open(Spec(), &error);
+  ASSERT_NE(first.addr, nullptr) << error;
+  EXPECT_TRUE(first.created);
+  struct stat st {};
+  ASSERT_EQ(stat(("/dev/shm" + name_).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), sizeof(TestLayout));
+  static_cast<TestLayout*>(first.addr)->payload[3] = 42;
+
+  ShmRegionMapping second = Open(Spec(), &error);
+  ASSERT_NE(second.addr, nullptr) << error;
+  EXPECT_FALSE(second.created);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(static_cast<TestLayout*>(second.addr)->payload[3], 42u);  // the same memory
+  munmap(first.addr, sizeof(TestLayout));
+  munmap(second.addr, sizeof(TestLayout));
+}
+
+TEST_F(ShmRegionTest, ForeignSizeIsRefused) {
+  std::string error;
+  ShmRegionMapping m = Open(Spec(), &error);
+  ASSERT_NE(m.addr, nullptr) << error;
+  ExpectRefused(Spec(sizeof(TestLayout) + 64), "has size " + std::to_string(sizeof(TestLayout)));
+  // A header that disagrees with the file's size is refused too.
+  static_cast<TestLayout*>(m.addr)->region_bytes = 12;
+  ExpectRefused(Spec(), "header says 12");
+  munmap(m.addr, sizeof(TestLayout));
+}
+
+TEST_F(ShmRegionTest, ForeignMagicOrVersionIsRefused) {
+  std::string error;
+  ShmRegionMapping m = Open(Spec(), &error);
+  ASSERT_NE(m.addr, nullptr) << error;
+  ExpectRefused(Spec(sizeof(TestLayout), kMagic + 1), "bad magic");
+  ExpectRefused(Spec(sizeof(TestLayout), kMagic, kVersion + 1), "has version 3");
+  munmap(m.addr, sizeof(TestLayout));
+}
+
+TEST_F(ShmRegionTest, RegionOpenToOthersIsRefused) {
+  std::string error;
+  ShmRegionMapping m = Open(Spec(), &error);
+  ASSERT_NE(m.addr, nullptr) << error;
+  ASSERT_EQ(chmod(("/dev/shm" + name_).c_str(), 0640), 0);
+  ExpectRefused(Spec(), "mode 640");
+  munmap(m.addr, sizeof(TestLayout));
+}
+
+TEST_F(ShmRegionTest, PrivateRegionIsZero) {
+  void* p = MapPrivateRegion(sizeof(TestLayout));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(static_cast<TestLayout*>(p)->ready.load(), 0u);
+  munmap(p, sizeof(TestLayout));
+}
+
+}  // namespace
+}  // namespace vgpu
