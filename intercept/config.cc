@@ -290,18 +290,36 @@ bool ParseRealLibnvml(const Input& in, Config* cfg, std::string* error) {
 }
 
 // ---------------------------------------------------------------------------
-// The table. Adding an option is one entry here, its parser, and a Config
-// field; docs/configuration.md must then document it (a unit test checks).
-// The compute share of a later issue will add, for example:
-//   {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT", "compute_share", "100", "..."},
-//    Kind::kList, true, ParseComputeShare, nullptr},
-// and likewise VGPU_COMPUTE_WEIGHT, VGPU_PRIORITY and VGPU_COMPUTE_POLICY.
+// Compute share
+
+// Digits with at most one '.', at least one digit ("30", "12.5"). strtod alone
+// would also take a sign, hex ("0x1e"), exponents ("1e2") and "inf", which
+// nobody writes as a percentage: such a value is a mistake, not a share.
+bool IsPlainDecimal(const std::string& s) {
+  size_t digits = 0;
+  size_t dots = 0;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.') {
+      ++dots;
+    } else {
+      return false;
+    }
+  }
+  return digits > 0 && dots <= 1;
+}
+
+bool IsDigits(const std::string& s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+}
+
 bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
   std::string v = Trim(in.text);
   if (!v.empty() && v.back() == '%') v.pop_back();
-  char* end = nullptr;
-  double pct = v.empty() ? -1 : std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(pct > 0 && pct <= 100)) {
+  double pct = IsPlainDecimal(v) ? std::strtod(v.c_str(), nullptr) : -1;
+  if (!(pct > 0 && pct <= 100)) {
     return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30", error);
   }
   cfg->compute_share_permille = static_cast<uint32_t>(pct * 10 + 0.5);
@@ -311,9 +329,9 @@ bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
 
 bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
   std::string v = Trim(in.text);
-  char* end = nullptr;
-  long w = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || w < 1 || w > 1000) {
+  // Digits only: strtol would also take a sign and leading white space.
+  long w = IsDigits(v) ? std::strtol(v.c_str(), nullptr, 10) : 0;
+  if (w < 1 || w > 1000) {
     return Fail(in, "is not a weight: expected an integer from 1 to 1000", error);
   }
   cfg->compute_weight = static_cast<uint32_t>(w);
@@ -367,6 +385,10 @@ bool ParseSchedRegion(const Input& in, Config* cfg, std::string* error) {
   return true;
 }
 
+// ---------------------------------------------------------------------------
+// The table. Adding an option is one entry here, its parser, and a Config
+// field; docs/configuration.md must then document it (a unit test checks).
+
 constexpr OptionSpec kOptions[] = {
     {{"VGPU_VISIBLE_DEVICES", "", "visible_devices", "all devices",
       "Physical devices the process sees, as indices or GPU UUIDs, in the order it sees them; "
@@ -391,8 +413,8 @@ constexpr OptionSpec kOptions[] = {
      ParseGroup,
      nullptr},
     {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT", "compute_share", "none (no cap)",
-      "Compute share of each device in percent (1-100): a cap with the fixed policy, the "
-      "guaranteed part with the weighted one."},
+      "Compute share of each device in percent (above 0, at most 100): a cap with the fixed "
+      "policy, the guaranteed part with the weighted one."},
      Kind::kScalar,
      true,
      ParseComputeShare,

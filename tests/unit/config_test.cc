@@ -102,7 +102,12 @@ TEST_F(ConfigTest, EachPolicyOptionConfigures) {
                                           {"VGPU_DEVICE_MEMORY_LIMIT", "1g"},
                                           {"CUDA_DEVICE_MEMORY_LIMIT", "1g"},
                                           {"CUDA_DEVICE_MEMORY_LIMIT_0", "1g"},
-                                          {"VGPU_GROUP", "job"}}) {
+                                          {"VGPU_GROUP", "job"},
+                                          {"VGPU_COMPUTE_SHARE", "30"},
+                                          {"CUDA_DEVICE_SM_LIMIT", "30"},
+                                          {"VGPU_COMPUTE_WEIGHT", "2"},
+                                          {"VGPU_PRIORITY", "normal"},
+                                          {"VGPU_COMPUTE_POLICY", "native"}}) {
     env_ = {{name, value}};
     LoadOk();
     EXPECT_TRUE(cfg_.configured) << name;
@@ -337,6 +342,170 @@ TEST_F(ConfigTest, LogFile) {
 TEST_F(ConfigTest, RealLibraryPaths) {
   EXPECT_TRUE(Contains(ErrorFor("VGPU_REAL_LIBCUDA", ""), "VGPU_REAL_LIBCUDA='' is empty"));
   EXPECT_TRUE(Contains(ErrorFor("VGPU_REAL_LIBNVML", ""), "VGPU_REAL_LIBNVML='' is empty"));
+}
+
+// --- compute share ---
+
+TEST_F(ConfigTest, ComputeDefaultsAreUnsetAndNative) {
+  LoadOk();
+  EXPECT_EQ(cfg_.compute_share_permille, 0u);
+  EXPECT_EQ(cfg_.compute_weight, 0u);
+  EXPECT_FALSE(cfg_.high_priority);
+  EXPECT_EQ(cfg_.compute_policy, Config::ComputePolicy::kAuto);
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kNative);
+  EXPECT_EQ(cfg_.sched_region, "");
+  EXPECT_TRUE(cfg_.vmm);
+}
+
+TEST_F(ConfigTest, ComputeShareInPercent) {
+  const std::map<std::string, uint32_t> shares = {
+      {"30", 300}, {"30%", 300}, {" 30 ", 300},   {"12.5", 125}, {"100", 1000}, {"100%", 1000},
+      {"0.5", 5},  {"0.01", 1},  {"99.96", 1000}, {"7.", 70},    {".5", 5},     {"030", 300}};
+  for (const auto& [text, permille] : shares) {
+    env_ = {{"VGPU_COMPUTE_SHARE", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.compute_share_permille, permille) << text;
+    EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed) << text;
+  }
+}
+
+TEST_F(ConfigTest, ComputeShareRejectsMalformed) {
+  for (const char* bad :
+       {"",  " ",    "0",      "0%",  "0.0",  "100.1", "101", "-5",    "+30", "30%%",
+        "%", "30 %", "thirty", "1e1", "0x1e", "inf",   "nan", "1.2.3", ".",   "30,40"}) {
+    EXPECT_EQ(ErrorFor("VGPU_COMPUTE_SHARE", bad),
+              "VGPU_COMPUTE_SHARE='" + std::string(bad) +
+                  "' is not a share: expected a percentage above 0 and at most 100, e.g. 30");
+  }
+}
+
+TEST_F(ConfigTest, SmLimitIsTheHamiAliasOfComputeShare) {
+  env_ = {{"CUDA_DEVICE_SM_LIMIT", "25"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.compute_share_permille, 250u);
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed);
+  // The primary name wins over the alias, and errors name the alias as set.
+  env_ = {{"VGPU_COMPUTE_SHARE", "40"}, {"CUDA_DEVICE_SM_LIMIT", "25"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.compute_share_permille, 400u);
+  std::string e = ErrorFor("CUDA_DEVICE_SM_LIMIT", "half");
+  EXPECT_TRUE(Contains(e, "CUDA_DEVICE_SM_LIMIT='half' is not a share")) << e;
+}
+
+TEST_F(ConfigTest, ComputeWeight) {
+  for (const auto& [text, weight] : std::map<std::string, uint32_t>{
+           {"1", 1}, {"2", 2}, {" 7 ", 7}, {"1000", 1000}, {"0010", 10}}) {
+    env_ = {{"VGPU_COMPUTE_WEIGHT", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.compute_weight, weight) << text;
+    EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kWeighted) << text;
+  }
+  for (const char* bad :
+       {"", "0", "1001", "-1", "+2", "2.5", "1e2", "0x10", "two", "99999999999999999999999"}) {
+    EXPECT_EQ(ErrorFor("VGPU_COMPUTE_WEIGHT", bad),
+              "VGPU_COMPUTE_WEIGHT='" + std::string(bad) +
+                  "' is not a weight: expected an integer from 1 to 1000");
+  }
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_COMPUTE_WEIGHT", "\n5"), "is not a weight"));
+}
+
+TEST_F(ConfigTest, Priority) {
+  const std::map<std::string, bool> values = {
+      {"high", true}, {"HIGH", true}, {" high ", true}, {"normal", false}, {"Normal", false}};
+  for (const auto& [text, high] : values) {
+    env_ = {{"VGPU_PRIORITY", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.high_priority, high) << text;
+    EXPECT_EQ(cfg_.EffectivePolicy(),
+              high ? Config::ComputePolicy::kWeighted : Config::ComputePolicy::kNative)
+        << text;
+  }
+  for (const char* bad : {"", "low", "1", "higher", "realtime"}) {
+    EXPECT_EQ(ErrorFor("VGPU_PRIORITY", bad), "VGPU_PRIORITY='" + std::string(bad) +
+                                                  "' is not a priority: expected high or normal");
+  }
+}
+
+TEST_F(ConfigTest, ComputePolicy) {
+  const std::map<std::string, Config::ComputePolicy> policies = {
+      {"fixed", Config::ComputePolicy::kFixed},
+      {"weighted", Config::ComputePolicy::kWeighted},
+      {"native", Config::ComputePolicy::kNative},
+      {" Weighted ", Config::ComputePolicy::kWeighted}};
+  for (const auto& [text, policy] : policies) {
+    env_ = {{"VGPU_COMPUTE_POLICY", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.compute_policy, policy) << text;
+    EXPECT_EQ(cfg_.EffectivePolicy(), policy) << text;
+  }
+  // "auto" is the default's name in the code only; it is not a value.
+  for (const char* bad : {"", "auto", "fair", "fixed,weighted"}) {
+    EXPECT_EQ(ErrorFor("VGPU_COMPUTE_POLICY", bad),
+              "VGPU_COMPUTE_POLICY='" + std::string(bad) +
+                  "' is not a policy: expected fixed, weighted or native");
+  }
+}
+
+TEST_F(ConfigTest, ExplicitPolicyOverridesTheInferredOne) {
+  env_ = {{"VGPU_COMPUTE_SHARE", "30"}, {"VGPU_COMPUTE_POLICY", "weighted"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.compute_share_permille, 300u);
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kWeighted);
+  // A share is inferred to mean fixed even next to a weight or high priority.
+  env_ = {{"VGPU_COMPUTE_SHARE", "30"}, {"VGPU_COMPUTE_WEIGHT", "3"}, {"VGPU_PRIORITY", "high"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed);
+  env_ = {{"VGPU_COMPUTE_WEIGHT", "3"}, {"VGPU_COMPUTE_POLICY", "native"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kNative);
+}
+
+TEST_F(ConfigTest, ComputeOptionsFromTheJsonFile) {
+  UseFile(R"({"compute_share": "20%", "compute_weight": "4", "priority": "high",
+              "compute_policy": "weighted", "sched_region": "/vgpu-sched-team-a"})");
+  LoadOk();
+  EXPECT_TRUE(cfg_.configured);
+  EXPECT_EQ(cfg_.compute_share_permille, 200u);
+  EXPECT_EQ(cfg_.compute_weight, 4u);
+  EXPECT_TRUE(cfg_.high_priority);
+  EXPECT_EQ(cfg_.compute_policy, Config::ComputePolicy::kWeighted);
+  EXPECT_EQ(cfg_.sched_region, "/vgpu-sched-team-a");
+  // The environment overrides the file, option by option.
+  env_["VGPU_COMPUTE_WEIGHT"] = "9";
+  LoadOk();
+  EXPECT_EQ(cfg_.compute_weight, 9u);
+  EXPECT_EQ(cfg_.compute_share_permille, 200u);
+  // Scalar keys take strings only (docs/configuration.md, "The JSON file").
+  std::string path = UseFile(R"({"compute_share": 30})");
+  env_ = {{"VGPU_CONFIG", path}};
+  EXPECT_EQ(LoadError(),
+            "VGPU_CONFIG file '" + path + "': compute_share is number: expected a string");
+  UseFile(R"({"compute_weight": "0"})");
+  EXPECT_TRUE(Contains(LoadError(), ": compute_weight='0' is not a weight")) << error_;
+}
+
+// --- VGPU_VMM ---
+
+TEST_F(ConfigTest, VmmSwitch) {
+  const std::map<std::string, bool> values = {{"on", true},   {"ON", true},     {"1", true},
+                                              {"true", true}, {" off ", false}, {"off", false},
+                                              {"0", false},   {"False", false}};
+  for (const auto& [text, on] : values) {
+    env_ = {{"VGPU_VMM", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.vmm, on) << text;
+    // Not a policy option: VGPU_VMM=off alone leaves a complete pass-through.
+    EXPECT_FALSE(cfg_.configured) << text;
+  }
+  for (const char* bad : {"", "yes", "no", "2", "enabled", "o n"}) {
+    EXPECT_EQ(ErrorFor("VGPU_VMM", bad),
+              "VGPU_VMM='" + std::string(bad) + "' is not a switch: expected on or off");
+  }
+}
+
+TEST_F(ConfigTest, VmmIsEnvironmentOnly) {
+  UseFile(R"({"vmm": "off"})");
+  EXPECT_TRUE(Contains(LoadError(), "has unknown key 'vmm'")) << error_;
 }
 
 // --- the JSON file ---
