@@ -319,6 +319,12 @@ bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
   std::string v = Trim(in.text);
   if (!v.empty() && v.back() == '%') v.pop_back();
   double pct = IsPlainDecimal(v) ? std::strtod(v.c_str(), nullptr) : -1;
+  // HAMi-core reads 0 and anything at or above 100 in its variable as "no
+  // limit"; a HAMi deployment moved over keeps its meaning.
+  if (in.source == "CUDA_DEVICE_SM_LIMIT" && (pct == 0 || pct > 100)) {
+    cfg->compute_share_permille = 0;
+    return true;
+  }
   if (!(pct > 0 && pct <= 100)) {
     return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30", error);
   }

@@ -390,6 +390,15 @@ TEST_F(ConfigTest, SmLimitIsTheHamiAliasOfComputeShare) {
   EXPECT_EQ(cfg_.compute_share_permille, 400u);
   std::string e = ErrorFor("CUDA_DEVICE_SM_LIMIT", "half");
   EXPECT_TRUE(Contains(e, "CUDA_DEVICE_SM_LIMIT='half' is not a share")) << e;
+  // As in HAMi-core, 0 and values above 100 in its variable mean "no limit";
+  // our own variable keeps refusing them.
+  for (const char* none : {"0", "150"}) {
+    env_ = {{"CUDA_DEVICE_SM_LIMIT", none}};
+    LoadOk();
+    EXPECT_EQ(cfg_.compute_share_permille, 0u) << none;
+    EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kNative) << none;
+  }
+  EXPECT_FALSE(ErrorFor("VGPU_COMPUTE_SHARE", "0").empty());
 }
 
 TEST_F(ConfigTest, ComputeWeight) {
