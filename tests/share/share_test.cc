@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -90,11 +91,33 @@ class ShareTest : public ::testing::Test {
     std::map<pid_t, uint64_t> b0;
     for (pid_t p : pids) b0[p] = Busy(p);
     uint64_t t0 = NowNs();
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    trace_.clear();
+    std::string err;
+    auto sched = vgpu::SchedRegion::Open(region_, &err);
+    for (double left = seconds; left > 0; left -= 0.25) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(left, 0.25)));
+      if (sched != nullptr) trace_ += SchedLine(*sched, NowNs() - t0);
+    }
     uint64_t dt = NowNs() - t0;
     std::map<pid_t, double> out;
     for (pid_t p : pids) out[p] = 100.0 * static_cast<double>(Busy(p) - b0[p]) / static_cast<double>(dt);
     return out;
+  }
+
+  // The scheduler's view (lease holder, each group's bucket and charged
+  // time), printed with a failed share expectation.
+  static std::string SchedLine(vgpu::SchedRegion& r, uint64_t t) {
+    auto& d = r.device(0);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "\n  %5.2fs holder=%d", static_cast<double>(t) / 1e9, d.holder.load());
+    std::string line = buf;
+    for (auto& g : d.groups) {
+      if (g.key.load() == 0) continue;
+      std::snprintf(buf, sizeof buf, " %s: tokens %.1f ms used %.1f ms", g.name,
+                    static_cast<double>(g.tokens_ns.load()) / 1e6, static_cast<double>(g.used_ns.load()) / 1e6);
+      line += buf;
+    }
+    return line;
   }
 
   void WaitUntilAllRun(const std::vector<pid_t>& pids) {
@@ -108,6 +131,7 @@ class ShareTest : public ::testing::Test {
   }
 
   std::string node_, region_;
+  std::string trace_;  // SchedLine every 250 ms of the last Shares()
   std::vector<pid_t> pids_;
   NodeRegion* node_region_ = nullptr;
 };
@@ -118,7 +142,7 @@ TEST_F(ShareTest, FixedCapsAreHonoured) {
   WaitUntilAllRun({a, b});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto s = Shares({a, b}, 3.0);
-  EXPECT_NEAR(s[a], 30, 5);
+  EXPECT_NEAR(s[a], 30, 5) << trace_;
   EXPECT_NEAR(s[b], 70, 5);
 }
 
@@ -126,7 +150,7 @@ TEST_F(ShareTest, LoneCappedTenantStaysAtItsCap) {
   pid_t a = Spawn({"VGPU_COMPUTE_SHARE=50", "VGPU_GROUP=a"}, 5, 1000);
   WaitUntilAllRun({a});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_NEAR(Shares({a}, 3.0)[a], 50, 4);
+  EXPECT_NEAR(Shares({a}, 3.0)[a], 50, 4) << trace_;
 }
 
 TEST_F(ShareTest, WeightsSplitTheDevice) {
@@ -135,7 +159,7 @@ TEST_F(ShareTest, WeightsSplitTheDevice) {
   WaitUntilAllRun({a, b});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto s = Shares({a, b}, 3.0);
-  EXPECT_NEAR(s[a], 25, 5);
+  EXPECT_NEAR(s[a], 25, 5) << trace_;
   EXPECT_NEAR(s[b], 75, 5);
 }
 
