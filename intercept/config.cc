@@ -321,7 +321,7 @@ bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
   double pct = IsPlainDecimal(v) ? std::strtod(v.c_str(), nullptr) : -1;
   // HAMi-core reads 0 and anything at or above 100 in its variable as "no
   // limit"; a HAMi deployment moved over keeps its meaning.
-  if (in.source == "CUDA_DEVICE_SM_LIMIT" && (pct == 0 || pct > 100)) {
+  if (in.source == "CUDA_DEVICE_SM_LIMIT" && (pct == 0 || pct >= 100)) {
     cfg->compute_share_permille = 0;
     return true;
   }

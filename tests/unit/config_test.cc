@@ -390,9 +390,9 @@ TEST_F(ConfigTest, SmLimitIsTheHamiAliasOfComputeShare) {
   EXPECT_EQ(cfg_.compute_share_permille, 400u);
   std::string e = ErrorFor("CUDA_DEVICE_SM_LIMIT", "half");
   EXPECT_TRUE(Contains(e, "CUDA_DEVICE_SM_LIMIT='half' is not a share")) << e;
-  // As in HAMi-core, 0 and values above 100 in its variable mean "no limit";
+  // As in HAMi-core, 0 and values of 100 or more in its variable mean "no limit";
   // our own variable keeps refusing them.
-  for (const char* none : {"0", "150"}) {
+  for (const char* none : {"0", "100", "150"}) {
     env_ = {{"CUDA_DEVICE_SM_LIMIT", none}};
     LoadOk();
     EXPECT_EQ(cfg_.compute_share_permille, 0u) << none;
