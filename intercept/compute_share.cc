@@ -81,11 +81,25 @@ int ComputeShare::DeviceOf(CUcontext ctx) {
 
 bool ComputeShare::EnsureJoined(int device) {
   PerDevice& s = dev_[device];
-  if (s.group >= 0) return true;
+  int g = s.group.load(std::memory_order_acquire);
+  if (g != kNotJoined) return g >= 0;
   std::lock_guard<std::mutex> lock(join_mu_);
-  if (s.group < 0) s.group = region_->JoinGroup(device, client_, group_name_, params_);
-  if (!accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
-  return s.group >= 0;
+  if (s.group.load() != kNotJoined) return s.group.load() >= 0;
+  // A failure is remembered: the device's launches then pass ungoverned
+  // without retrying the join (a shared-memory scan) at every launch.
+  g = region_->JoinGroup(device, client_, group_name_, params_);
+  try {
+    if (g >= 0 && !accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
+  } catch (const std::exception& e) {
+    VGPU_LOG(kError, "compute share: cannot start the accountant thread (%s)", e.what());
+    g = kJoinFailed;
+  }
+  if (g < 0) {
+    VGPU_LOG(kWarn, "compute share: device %d is not governed (scheduler group table full)", device);
+    g = kJoinFailed;
+  }
+  s.group.store(g, std::memory_order_release);
+  return g >= 0;
 }
 
 void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
@@ -112,7 +126,9 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
     uint32_t gen = region_->device(device).gen.load();
     if (!s.must_yield.load() && !s.holding.load() && region_->TryAcquire(device, client_, now)) {
       std::lock_guard<std::mutex> lock(join_mu_);
-      if (!s.holding.load()) {
+      // A GiveUp may have run between TryAcquire and the lock, handing the
+      // lease on: only a lease still ours is taken.
+      if (!s.holding.load() && region_->device(device).holder.load() == client_) {
         s.grant_ns.store(now, std::memory_order_relaxed);
         s.fresh_lease.store(true, std::memory_order_release);
         region_->ClearDemand(device, client_);
@@ -243,7 +259,7 @@ bool ComputeShare::Tick(int device, uint64_t now) {
   // work included). Only intervals idle from end to end are free.
   uint64_t launched = s.launched.load();
   bool worked = s.busy || launched != s.last_seen_launched;
-  if (worked) region_->Charge(device, s.group, now - s.charged_until_ns, now);
+  if (worked) region_->Charge(device, s.group.load(std::memory_order_relaxed), now - s.charged_until_ns, now);
   s.charged_until_ns = now;
   s.last_seen_launched = launched;
   s.busy = launched != s.completed.load();
@@ -292,7 +308,10 @@ void ComputeShare::AccountantLoop() {
     uint64_t now = MonotonicNs();
     bool holding = false, busy = false;
     for (int d = 0; d < kSchedDevices; ++d) {
-      if (dev_[d].group < 0 || !dev_[d].holding.load(std::memory_order_acquire)) continue;
+      if (dev_[d].group.load(std::memory_order_acquire) < 0 ||
+          !dev_[d].holding.load(std::memory_order_acquire)) {
+        continue;
+      }
       holding = true;
       busy = Tick(d, now) || busy;
     }

@@ -54,6 +54,8 @@ class ComputeShare {
   int DeviceOf(CUcontext ctx);
 
  private:
+  static constexpr int kNotJoined = -1;
+  static constexpr int kJoinFailed = -2;  // table full: the device is not governed
   struct PerDevice {
     std::atomic<bool> holding{false};
     std::atomic<bool> must_yield{false};
@@ -64,7 +66,7 @@ class ComputeShare {
     std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
     std::atomic<uint32_t> completed_signal{0};  // futex: launches waiting for the queue
     std::atomic<CUcontext> ctx{nullptr};
-    int group = -1;
+    std::atomic<int> group{kNotJoined};  // the scheduler group slot, once joined
     // Markers: events the launching threads record every half queue, so the
     // accountant can retire completions in steps while newer work stays queued.
     static constexpr int kMarkers = 8;
