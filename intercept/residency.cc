@@ -166,6 +166,7 @@ std::string Hex(uint64_t v) {
 // sizes, devices): pairs every record with its allocation, or says why not.
 Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
                   std::vector<RestoreTarget>* targets) {
+  targets->clear();  // a second match (after quiescing) replaces the first
   std::vector<vmm::AllocationInfo> allocs = vmm::Manager::Get().Allocations();
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
