@@ -480,8 +480,10 @@ CUresult Manager::RecreateAll(const std::function<void(uint64_t, uint64_t)>& pro
       UnmapChunk(c.get());  // keeps the host copy: a retry maps and copies it again
       return r;
     }
-    c->host.reset();
   }
+  // Only now: after a failure midway the process is still suspended, and a
+  // checkpoint of it needs every chunk's host copy, restored ones included.
+  for (auto& [va, c] : chunks_) c->host.reset();
   return CUDA_SUCCESS;
 }
 
