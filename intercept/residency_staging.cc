@@ -36,6 +36,7 @@ class HostBuffer {
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
   uint8_t* data() const { return data_; }
+  bool pinned() const { return pinned_; }
 
  private:
   uint8_t* data_ = nullptr;
@@ -108,7 +109,9 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
   HostBuffer reads[2] = {HostBuffer(read_bytes), HostBuffer(read_bytes)};
   for (int i = 0; i < 2; ++i) {
     if (bufs[i].data() == nullptr || reads[i].data() == nullptr) return "out of host memory";
-    decoders[i].AdoptReadBuffer(reads[i].data(), read_bytes);
+    // Pinned memory is page-aligned as O_DIRECT needs; the heap fallback is
+    // not, and the decoder then reads into an aligned buffer of its own.
+    if (reads[i].pinned()) decoders[i].AdoptReadBuffer(reads[i].data(), read_bytes);
   }
   StreamPair sp;  // destroyed (synchronized) before the buffers
   struct Guard {
@@ -154,7 +157,10 @@ checkpoint::FrameBufferAllocator PinnedFrameBuffers(CUcontext ctx) {
         ctx, [&] { return REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE); });
     return r == CUDA_SUCCESS ? p : nullptr;
   };
-  a.free = [](void* p, size_t) { REAL_CALL(cuMemFreeHost, p); };
+  // Freed by the agent thread, which has no current context of its own.
+  a.free = [ctx](void* p, size_t) {
+    vmm::Manager::WithContext(ctx, [&] { return REAL_CALL(cuMemFreeHost, p); });
+  };
   return a;
 }
 
