@@ -337,6 +337,11 @@ Result Suspend(const Progress& progress) {
   if (Result r = RefuseNonMigratable(); !r.ok) return r;
   auto t0 = std::chrono::steady_clock::now();
   Quiesce();
+  // Again, drained: a managed allocation may have been inside the gate.
+  if (Result r = RefuseNonMigratable(); !r.ok) {
+    OpenGate();
+    return r;
+  }
   auto t_drained = std::chrono::steady_clock::now();
   vmm::Manager& m = vmm::Manager::Get();
   uint64_t bytes = m.MappedBytes();
@@ -408,6 +413,9 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
     if (s == State::kRunning) OpenGate();
     return r;
   };
+  if (s == State::kRunning) {
+    if (Result r = RefuseNonMigratable(); !r.ok) return undo(r);  // allocated while draining
+  }
   vmm::Manager& m = vmm::Manager::Get();
   std::vector<vmm::AllocationInfo> allocs = m.Allocations();
   uint64_t total = 0;
