@@ -16,7 +16,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -326,15 +328,23 @@ Status Listen(const std::string& path, int* out) {
   return Status::Ok();
 }
 
-void StartThread(State* s) {
+// False (errno-like text in *error) when no thread could be started.
+bool StartThread(State* s, std::string* error) {
   // The thread inherits a full signal mask: signals are the application's.
+  // The caller's mask is restored on every path, a failed start included.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  s->thread = std::thread(Serve, s);
+  try {
+    s->thread = std::thread(Serve, s);
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!s->thread.joinable()) return false;
   // Named here rather than by the thread so the name is there when Start returns.
   pthread_setname_np(s->thread.native_handle(), "vgpu-agent");
+  return true;
 }
 
 // The child of fork() must not serve: the thread is gone, and the listening
@@ -410,7 +420,12 @@ Status Agent::Start(Handler* handler, const AgentOptions& options) {
     close(s->wake_fd);
     return st;
   }
-  StartThread(s.get());
+  if (std::string e; !StartThread(s.get(), &e)) {
+    close(s->listen_fd);
+    close(s->wake_fd);
+    unlink(s->path.c_str());  // nobody would ever accept on it
+    return Status::Error(ErrorCode::kIo, "cannot start the agent thread: " + e);
+  }
   g_state = s.release();
   return Status::Ok();
 }
