@@ -18,8 +18,8 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 

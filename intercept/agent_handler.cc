@@ -24,20 +24,6 @@ using ctl::Response;
 
 ErrorCode CodeOf(const std::string& name) { return ctl::ErrorCodeFromName(name); }
 
-std::string Uuid(int physical) {
-  CUuuid u{};
-  if (REAL_CALL(cuDeviceGetUuid_v2, &u, physical) != CUDA_SUCCESS) return "";
-  static const char* hex = "0123456789abcdef";
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    auto b = static_cast<unsigned char>(u.bytes[i]);
-    s += hex[b >> 4];
-    s += hex[b & 15];
-  }
-  return s;
-}
-
 std::string Comm() {
   std::ifstream f("/proc/self/comm");
   std::string s;
@@ -108,7 +94,7 @@ class ResidencyHandler : public ctl::Handler {
       int p = rt.devices().ToPhysical(v);
       ctl::DeviceInfo d;
       d.index = v;
-      d.uuid = Uuid(p);
+      d.uuid = rt.devices().uuid(v);  // formatted once, when the device map was built
       if (QuotaLedger* l = rt.ledger(); l != nullptr) {
         if (l->Limit(p) != kUnlimited) d.quota = l->Limit(p);
         d.used = l->SelfUsed(p);
