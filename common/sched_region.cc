@@ -373,14 +373,30 @@ void SchedRegion::ReapDead() {
     SchedClient& cl = layout_->clients[c];
     int32_t pid = cl.pid.load();
     if (pid <= 0 || ClientAlive(c)) continue;
-    if (!cl.pid.compare_exchange_strong(pid, -pid)) continue;
-    for (int d = 0; d < kSchedDevices; ++d) {
-      cl.demand_since_ns[d].store(0);
-      int expected = c;
-      if (layout_->devices[d].holder.compare_exchange_strong(expected, -1)) Wake(layout_->devices[d]);
-    }
-    cl.pid.store(0, std::memory_order_release);
+    FreeClient(c, pid);
   }
+}
+
+void SchedRegion::ReleasePreviousImages(pid_t pid) {
+  uint64_t start = ProcessStartTime(pid);
+  if (start == 0) return;
+  for (int c = 0; c < kSchedClients; ++c) {
+    const SchedClient& cl = layout_->clients[c];
+    if (cl.pid.load() == pid && cl.start_time.load() == start) FreeClient(c, pid);
+  }
+}
+
+// Frees slot c of `pid` (once: a racing reaper loses the CAS), with its
+// demand and any lease it holds.
+void SchedRegion::FreeClient(int c, int32_t pid) {
+  SchedClient& cl = layout_->clients[c];
+  if (!cl.pid.compare_exchange_strong(pid, -pid)) return;
+  for (int d = 0; d < kSchedDevices; ++d) {
+    cl.demand_since_ns[d].store(0);
+    int expected = c;
+    if (layout_->devices[d].holder.compare_exchange_strong(expected, -1)) Wake(layout_->devices[d]);
+  }
+  cl.pid.store(0, std::memory_order_release);
 }
 
 }  // namespace vgpu

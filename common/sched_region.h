@@ -126,6 +126,10 @@ class SchedRegion {
 
   // Frees the client slots of dead processes (and a dead holder's lease).
   void ReapDead();
+  // Frees the slots of earlier images of this process: exec() keeps the pid
+  // and start time, so they look alive and a lease they held would never
+  // be given back. Called before RegisterClient.
+  void ReleasePreviousImages(pid_t pid);
   bool ClientAlive(int c) const;
 
   static uint64_t GroupKey(const std::string& name);
@@ -137,6 +141,7 @@ class SchedRegion {
   bool GroupActive(int device, int group, uint64_t now) const;
   bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
   bool Eligible(int device, int client, uint64_t now) const;
+  void FreeClient(int c, int32_t pid);
 
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;

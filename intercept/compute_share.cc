@@ -53,6 +53,7 @@ bool ComputeShare::Start(std::string* error) {
   auto* cs = new ComputeShare();
   cs->region_ = SchedRegion::Open(cfg.sched_region, error);
   if (cs->region_ == nullptr) return false;
+  cs->region_->ReleasePreviousImages(getpid());  // after exec()
   cs->client_ = cs->region_->RegisterClient(getpid());
   if (cs->client_ < 0) {
     *error = "the compute scheduler's client table is full";

@@ -208,6 +208,19 @@ TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
   EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 6 * kMs, 1000);
 }
 
+TEST_F(SchedRegionTest, AnExecedImageFreesTheSlotAndLeaseOfTheImageBefore) {
+  // exec() keeps the pid and start time: the old image's slot looks alive.
+  int old_image = Client("a", Weighted(1));
+  region_->SetDemand(0, old_image, now_);
+  ASSERT_TRUE(region_->TryAcquire(0, old_image, now_));
+  region_->ReleasePreviousImages(getpid());
+  EXPECT_EQ(region_->client(old_image).pid.load(), 0);
+  EXPECT_EQ(region_->device(0).holder.load(), -1) << "its lease is given back";
+  int b = Client("b", Weighted(1));
+  region_->SetDemand(0, b, now_);
+  EXPECT_TRUE(region_->TryAcquire(0, b, now_ + kMs));
+}
+
 TEST_F(SchedRegionTest, DeadHolderLosesTheLease) {
   int a = Client("a", Weighted(1));
   int b = Client("b", Weighted(1));
