@@ -44,6 +44,8 @@
 #include <string>
 #include <vector>
 
+#include "intercept/config.h"
+
 #ifndef VGPU_BENCH_LIBVGPU
 #define VGPU_BENCH_LIBVGPU "libvgpu.so"
 #endif
@@ -244,9 +246,9 @@ void SetInterposerEnv(const Options& o, bool quota, const std::string& group) {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
-    bool ours = name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0 &&
-                name != "VGPU_VMM";  // kept: measures the VMM allocation path
-    if (ours || name.rfind("CUDA_DEVICE_MEMORY_LIMIT", 0) == 0) names.push_back(name);
+    bool keep = name.rfind("VGPU_SIM_", 0) == 0 ||
+                name == "VGPU_VMM";  // kept: measures the VMM allocation path
+    if (!keep && (name.rfind("VGPU_", 0) == 0 || vgpu::IsConfigVariable(name))) names.push_back(name);
   }
   for (const auto& n : names) unsetenv(n.c_str());
   if (quota) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ctl/client.h"
+#include "intercept/config.h"
 
 namespace {
 
@@ -169,6 +170,15 @@ int main(int argc, char** argv) {
     dup2(fd, 1);
     std::string node = "VGPU_SIM_NODE=vgpu-bench-residency-" + std::to_string(getpid());
     std::string devs = "VGPU_SIM_DEVICES=1x" + std::to_string(mib / 1024 + 2) + "GiB";
+    // The caller's libvgpu settings must not change what is measured.
+    std::vector<std::string> scrub;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string name(*e, strcspn(*e, "="));
+      if (vgpu::IsConfigVariable(name) || (name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0)) {
+        scrub.push_back(name);
+      }
+    }
+    for (const auto& n : scrub) unsetenv(n.c_str());
     putenv(const_cast<char*>(strdup(node.c_str())));
     putenv(const_cast<char*>(strdup(devs.c_str())));
     setenv("LD_LIBRARY_PATH", VGPU_BENCH_SIM_DIR, 1);

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "common/sched_region.h"
+#include "intercept/config.h"
 #include "sim/node_region.h"
 
 extern char** environ;
@@ -232,7 +233,7 @@ RunResult Harness::RunTenants(const std::string& tag, const std::vector<TenantSp
     for (char** e = environ; *e != nullptr; ++e) {
       std::string s = *e;
       if (s.rfind("VGPU_", 0) == 0 || s.rfind("LD_PRELOAD=", 0) == 0 ||
-          s.rfind("LD_LIBRARY_PATH=", 0) == 0 || s.rfind("CUDA_DEVICE_SM_LIMIT=", 0) == 0) {
+          s.rfind("LD_LIBRARY_PATH=", 0) == 0 || vgpu::IsConfigVariable(s.substr(0, s.find('=')))) {
         continue;
       }
       env.push_back(s);

@@ -798,6 +798,24 @@ const std::vector<OptionInfo>& Options() {
   return options;
 }
 
+bool IsConfigVariable(const std::string& name) {
+  for (const auto& spec : kOptions) {
+    if (name == spec.info.env) return true;
+    for (const auto& alias : AliasList(spec)) {
+      if (!IsIndexedAlias(alias)) {
+        if (name == alias) return true;
+        continue;
+      }
+      const std::string prefix = alias.substr(0, alias.size() - 3);  // "NAME_"
+      if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+          IsDigits(name.substr(prefix.size()))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
                 const std::vector<std::string>* env_names) {
   try {

@@ -81,6 +81,11 @@ struct OptionInfo {
 // The option table, for docs and `vgpuctl config`.
 const std::vector<OptionInfo>& Options();
 
+// Whether an environment variable configures libvgpu: an option's VGPU_*
+// name or one of its HAMi aliases (NAME_<i> forms included). Benchmarks and
+// tests scrub these so that the caller's shell cannot change what they measure.
+bool IsConfigVariable(const std::string& name);
+
 // Reads the configuration. `getenv` is injectable for tests. Returns false
 // with a one-line message naming the offending variable or key; never throws.
 // `env_names` lists the names of the variables in the environment, used only

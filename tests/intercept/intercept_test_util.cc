@@ -1,4 +1,5 @@
 #include "intercept_test_util.h"
+#include "intercept/config.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -239,7 +240,7 @@ std::vector<std::string> CleanEnv(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
-    if (kv.rfind("VGPU_", 0) == 0 || kv.rfind("CUDA_DEVICE_MEMORY_LIMIT", 0) == 0 ||
+    if (kv.rfind("VGPU_", 0) == 0 || vgpu::IsConfigVariable(kv.substr(0, kv.find('='))) ||
         kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0 || kv.rfind("LD_PRELOAD=", 0) == 0 ||
         kv.rfind("LD_LIBRARY_PATH=", 0) == 0) {
       continue;

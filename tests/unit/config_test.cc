@@ -746,5 +746,17 @@ TEST(ConfigOptionsTest, EveryOptionIsDocumented) {
   }
 }
 
+// What benchmarks and tests scrub from the caller's environment.
+TEST(ConfigVariables, OptionNamesAndHamiAliasesAreConfigVariables) {
+  for (const char* yes : {"VGPU_COMPUTE_SHARE", "VGPU_VMM", "CUDA_DEVICE_SM_LIMIT",
+                          "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_3"}) {
+    EXPECT_TRUE(IsConfigVariable(yes)) << yes;
+  }
+  for (const char* no : {"PATH", "VGPU_SIM_NODE", "CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_MEMORY_LIMIT_x",
+                         "CUDA_DEVICE_SM_LIMIT_0", "VGPU_COMPUTE_SHARES"}) {
+    EXPECT_FALSE(IsConfigVariable(no)) << no;
+  }
+}
+
 }  // namespace
 }  // namespace vgpu
