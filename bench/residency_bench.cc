@@ -208,6 +208,10 @@ int main(int argc, char** argv) {
       best_res = std::min(best_res, Call(pid, "resume", nlohmann::json::object(), run_dir).seconds);
     }
     auto checkpoint = [&](bool leave_running) {
+      // One image at a time: on a RAM file system (--dir /dev/shm/...) the
+      // old image, the new one's temp file and the simulated device memory
+      // would otherwise need three times the buffer size in host RAM.
+      std::filesystem::remove_all(dir + "/ckpt");
       nlohmann::json args = {{"dir", dir + "/ckpt"}, {"leave_running", leave_running}};
       return Call(pid, "checkpoint", args, run_dir).seconds;
     };
