@@ -26,49 +26,7 @@
 
 namespace vgpu::residency {
 
-std::atomic<bool> g_gate_closed{false};
-
 namespace {
-
-// --- the gate ---------------------------------------------------------------
-std::mutex g_slots_mu;
-GateSlot* g_slots = nullptr;       // every slot ever registered (never freed)
-std::mutex g_wait_mu;
-std::condition_variable g_wait_cv;
-
-struct SlotReturner {
-  GateSlot* slot = nullptr;
-  ~SlotReturner() {
-    if (slot != nullptr) slot->in_use.store(false, std::memory_order_release);
-  }
-};
-thread_local SlotReturner t_returner;
-
-void CloseGate() {
-  g_gate_closed.store(true, std::memory_order_seq_cst);
-  for (;;) {
-    bool busy = false;
-    {
-      std::lock_guard<std::mutex> lock(g_slots_mu);
-      for (GateSlot* s = g_slots; s != nullptr; s = s->next) {
-        if (s->active.load(std::memory_order_seq_cst) != 0) {
-          busy = true;
-          break;
-        }
-      }
-    }
-    if (!busy) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-void OpenGate() {
-  {
-    std::lock_guard<std::mutex> lock(g_wait_mu);
-    g_gate_closed.store(false, std::memory_order_seq_cst);
-  }
-  g_wait_cv.notify_all();
-}
 
 // --- bookkeeping -------------------------------------------------------------
 struct NonMigratable {
@@ -147,6 +105,41 @@ Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) 
       return Result::Error("EIO", st.message());
     }
   }
+  return Result::Ok();
+}
+
+// Writes every allocation into a new image at `path` (from the device when
+// `from_device`, else from the host copies of a suspended process). When it
+// returns, no copy is in flight and a failed image's temp file is gone.
+Result WriteImage(const std::string& path, bool from_device,
+                  const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
+                  const Progress& progress) {
+  nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
+  checkpoint::ImageMetadata md;
+  md.device_metadata = meta.dump();
+  checkpoint::WriterOptions wo;
+  wo.total_bytes = total;
+  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
+  if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
+  // From the device: the copies go by DMA straight into pinned frame buffers.
+  if (from_device && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
+  std::unique_ptr<checkpoint::ImageWriter> w;
+  if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
+    return Result::Error("EIO", st.message());
+  }
+  CopyStreams streams;  // declared after w: its copies finish before w's buffers go
+  for (const auto& a : allocs) {
+    if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
+      return Result::Error("EIO", st.message());
+    }
+    if (from_device) {
+      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) return Result::Error("EIO", e);
+    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
+      return r;
+    }
+    if (auto st = w->EndRecord(); !st.ok()) return Result::Error("EIO", st.message());
+  }
+  if (auto st = w->Finish(); !st.ok()) return Result::Error("EIO", st.message());
   return Result::Ok();
 }
 
@@ -261,37 +254,6 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
 }
 
 }  // namespace
-
-GateSlot* ThisThreadSlot() {
-  std::lock_guard<std::mutex> lock(g_slots_mu);
-  GateSlot* slot = nullptr;
-  for (GateSlot* s = g_slots; s != nullptr; s = s->next) {
-    bool expected = false;
-    if (s->in_use.compare_exchange_strong(expected, true)) {
-      slot = s;
-      break;
-    }
-  }
-  if (slot == nullptr) {
-    slot = new GateSlot();
-    slot->next = g_slots;
-    g_slots = slot;
-  }
-  t_returner.slot = slot;
-  return slot;
-}
-
-void WaitWhileClosed(GateSlot* slot) {
-  for (;;) {
-    slot->active.store(0, std::memory_order_seq_cst);
-    {
-      std::unique_lock<std::mutex> lock(g_wait_mu);
-      g_wait_cv.wait(lock, [] { return !g_gate_closed.load(std::memory_order_seq_cst); });
-    }
-    slot->active.store(1, std::memory_order_seq_cst);
-    if (!g_gate_closed.load(std::memory_order_seq_cst)) return;
-  }
-}
 
 const char* StateName(State s) {
   switch (s) {
@@ -420,34 +382,11 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   std::vector<vmm::AllocationInfo> allocs = m.Allocations();
   uint64_t total = 0;
   for (const auto& a : allocs) total += a.size;
-  nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
-  checkpoint::ImageMetadata md;
-  md.device_metadata = meta.dump();
-  checkpoint::WriterOptions wo;
-  wo.total_bytes = total;
-  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
-  if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
-  // Running: the device copies go by DMA straight into pinned frame buffers.
-  if (s == State::kRunning && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
-  std::unique_ptr<checkpoint::ImageWriter> w;
-  if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
-    return undo(Result::Error("EIO", st.message()));
+  // The gate reopens only after WriteImage returns: its copy streams are
+  // drained and the failed image's buffers are gone by then.
+  if (Result r = WriteImage(path, s == State::kRunning, allocs, total, progress); !r.ok) {
+    return undo(r);
   }
-  CopyStreams streams;  // declared after w: its copies finish before w's buffers go
-  for (const auto& a : allocs) {
-    if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
-      return undo(Result::Error("EIO", st.message()));
-    }
-    if (s == State::kRunning) {
-      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) {
-        return undo(Result::Error("EIO", e));
-      }
-    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
-      return undo(r);
-    }
-    if (auto st = w->EndRecord(); !st.ok()) return undo(Result::Error("EIO", st.message()));
-  }
-  if (auto st = w->Finish(); !st.ok()) return undo(Result::Error("EIO", st.message()));
   *g_last_path = path;
   if (!leave_running) {
     if (s == State::kRunning) m.ReleaseAll(false, nullptr);

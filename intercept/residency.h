@@ -1,14 +1,6 @@
-// Residency of the process's device memory: the quiesce gate, suspend/resume
-// to host RAM and checkpoint/restore to an image on disk (docs/vmm.md).
-//
-// The gate: every hooked entry point that touches device memory or queues
-// device work (allocation, free, memcpy/memset, launches, graph launches)
-// runs inside a GateGuard. Entering is a store to a thread-local slot and one
-// load of the process-wide "closed" flag (no shared read-modify-write, no
-// lock); only when the gate is closed does a caller block, until it reopens.
-// Suspend closes the gate, waits until no thread is inside, drains every
-// context (cuCtxSynchronize), and then owns the device memory exclusively.
-// A call made while suspended waits; it never fails.
+// Residency of the process's device memory: suspend/resume to host RAM and
+// checkpoint/restore to an image on disk (docs/vmm.md), behind the quiesce
+// gate (intercept/quiesce_gate.h).
 #pragma once
 
 #include <cuda.h>
@@ -20,38 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "intercept/quiesce_gate.h"
+
 namespace vgpu::residency {
-
-struct alignas(64) GateSlot {
-  std::atomic<uint32_t> active{0};
-  uint32_t depth = 0;
-  GateSlot* next = nullptr;
-  std::atomic<bool> in_use{true};
-};
-
-extern std::atomic<bool> g_gate_closed;
-GateSlot* ThisThreadSlot();  // registers the thread on first use
-void WaitWhileClosed(GateSlot* slot);
-
-class GateGuard {
- public:
-  GateGuard() {
-    static thread_local GateSlot* tslot = nullptr;
-    if (tslot == nullptr) tslot = ThisThreadSlot();
-    slot_ = tslot;
-    if (slot_->depth++ != 0) return;  // nested: already inside
-    slot_->active.store(1, std::memory_order_seq_cst);
-    if (g_gate_closed.load(std::memory_order_seq_cst)) WaitWhileClosed(slot_);
-  }
-  ~GateGuard() {
-    if (--slot_->depth == 0) slot_->active.store(0, std::memory_order_release);
-  }
-  GateGuard(const GateGuard&) = delete;
-  GateGuard& operator=(const GateGuard&) = delete;
-
- private:
-  GateSlot* slot_;
-};
 
 enum class State { kRunning, kSuspended, kCheckpointed };
 const char* StateName(State s);
