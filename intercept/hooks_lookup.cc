@@ -140,8 +140,13 @@ CUresult CUDAAPI vgpu_hook_cuGetProcAddress(const char* symbol, void** pfn, int 
 // lookup resolved them inside libcuda / libnvidia-ml. Everything else is
 // libc's answer untouched.
 extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) {
+  // glibc declares `name` nonnull, so the compiler would drop a plain check;
+  // an application passing NULL gets NULL, not a crash in our code.
+  const char* checked = name;
+  asm("" : "+r"(checked));
+  if (checked == nullptr) return nullptr;
   void* real = vgpu::RealDlsym(handle, name);
-  if (real == nullptr || name == nullptr) return real;
+  if (real == nullptr) return real;
   bool cu = name[0] == 'c' && name[1] == 'u';
   bool nvml = std::strncmp(name, "nvml", 4) == 0;
   if (!cu && !nvml) return real;
