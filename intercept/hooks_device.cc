@@ -58,6 +58,13 @@ bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* 
   }
 }
 
+// A created context is drained by suspend even if it allocates nothing: its
+// kernels may work on memory another context allocated.
+CUresult NoteCreated(CUcontext* pctx, CUresult r) {
+  if (r == CUDA_SUCCESS && pctx != nullptr) residency::NoteContext(*pctx);
+  return r;
+}
+
 void ReleaseContextCharges(CUcontext ctx) {
   vmm::Manager::Get().FreeContext(ctx);
   residency::ForgetNonMigratableContext(ctx);
@@ -230,17 +237,17 @@ VGPU_HOOK(cuDevicePrimaryCtxSetFlags_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrim
 
 VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuCtxCreate_v2, pctx, flags, p););
+                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v2, pctx, flags, p)););
 }
 
 VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p););
+                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p)););
 }
 
 VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
   VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p););
+                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p)););
 }
 
 VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {

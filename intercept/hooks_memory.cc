@@ -140,7 +140,6 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   Where w;
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  residency::NoteContext(w.ctx);
   return vmm::Manager::Get().Alloc(w.device, w.ctx, bytes, pool, dptr);
 }
 

@@ -26,7 +26,8 @@ void NoteNonMigratable(uint64_t key, uint64_t bytes, CUcontext ctx);
 void ForgetNonMigratable(uint64_t key);
 void ForgetNonMigratableContext(CUcontext ctx);
 uint64_t NonMigratableBytes();
-// Contexts to drain on suspend (created or retained through the hooks).
+// Contexts to drain on suspend besides those holding VMM memory and the
+// active primary contexts: those created through the hooks.
 void NoteContext(CUcontext ctx);
 
 // Operation results: ok, or an errno name ("EBUSY", "EIO", "ENOENT",

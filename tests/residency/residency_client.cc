@@ -7,6 +7,10 @@
 //                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
 //   pitch FILE         holds one cuMemAllocPitch buffer until FILE exists
 //                      (prints "ready" once it has it), then frees it.
+//   ctxwork FILE       a buffer of the primary context is filled by a kernel
+//                      queued (behind a 400 ms sleep) in a second context that
+//                      allocates nothing; prints "ready" right after queueing,
+//                      waits for FILE, exits 0 iff the buffer holds the fill.
 #include <cuda.h>
 #include <unistd.h>
 
@@ -53,6 +57,37 @@ int main(int argc, char** argv) {
     while (access(argv[2], F_OK) != 0) usleep(2000);
     CU(cuMemFree(p));
     return 0;
+  }
+  if (mode == "ctxwork" && argc >= 3) {
+    constexpr size_t kCount = 1u << 20;
+    constexpr uint32_t kValue = 0xC0FFEEu;
+    CUdeviceptr p = 0;
+    CU(cuMemAlloc(&p, kCount * 4));
+    CU(cuMemsetD32(p, 0, kCount));
+    CUcontext other = nullptr;
+    CU(cuCtxCreate(&other, nullptr, 0, dev));  // current from here on
+    CUmodule m = nullptr;
+    CUfunction sleep_fn = nullptr, fill_fn = nullptr;
+    CU(cuModuleLoad(&m, "@builtin"));
+    CU(cuModuleGetFunction(&sleep_fn, m, "vgpu_sim_sleep"));
+    CU(cuModuleGetFunction(&fill_fn, m, "vgpu_sim_fill_u32"));
+    unsigned long long ns = 400'000'000ull;
+    void* sleep_args[] = {&ns};
+    unsigned long long ptr = p, count = kCount;
+    uint32_t value = kValue;
+    void* fill_args[] = {&ptr, &value, &count};
+    CU(cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, nullptr, sleep_args, nullptr));
+    CU(cuLaunchKernel(fill_fn, 1, 1, 1, 1, 1, 1, 0, nullptr, fill_args, nullptr));
+    std::printf("ready\n");
+    std::fflush(stdout);
+    while (access(argv[2], F_OK) != 0) usleep(2000);
+    CU(cuCtxSynchronize());
+    std::vector<uint32_t> h(kCount);
+    CU(cuMemcpyDtoH(h.data(), p, kCount * 4));
+    size_t wrong = 0;
+    for (uint32_t v : h) wrong += v != kValue;
+    std::printf("wrong=%zu\n", wrong);
+    return wrong == 0 ? 0 : 3;
   }
   if (mode != "hold" || argc < 4) return 2;
   int threads = std::atoi(argv[2]);

@@ -10,6 +10,8 @@
 #   residency_test.sh resume_retry
 #                                 a resume whose copy fails stays suspended; the retry brings all back
 #   residency_test.sh pitch       off VMM, cuMemAllocPitch memory makes suspend/checkpoint refuse
+#   residency_test.sh ctx_drain   suspend drains a created context that allocated nothing but has
+#                                 work queued on another context's memory
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
 mode=$1
@@ -193,6 +195,23 @@ pitch)
   touch "$work/stop"
   wait $child; st=$?; child=
   [ $st -eq 0 ] || { cat "$work/pitch.out"; fail "pitch client failed"; }
+  ;;
+ctx_drain)
+  # The fill runs ~400 ms after "ready": a suspend that did not drain the
+  # second context would copy the buffer out before it and release it under
+  # the kernel (a fault, or the old contents after resume).
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" ctxwork "$work/stop" >"$work/ctx.out" 2>&1 &
+  child=$!
+  for _ in $(seq 1 500); do grep -q ready "$work/ctx.out" && break; sleep 0.01; done
+  grep -q ready "$work/ctx.out" || { cat "$work/ctx.out"; fail "client not ready"; }
+  wait_agent $child
+  ctl suspend $child || fail "suspend"
+  sleep 0.6  # past the fill: without the drain it lands on released memory
+  ctl resume $child || fail "resume"
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/ctx.out"
+  [ $st -eq 0 ] || fail "the second context's work was lost or faulted across suspend (exit $st)"
   ;;
 *) fail "unknown mode $mode" ;;
 esac
