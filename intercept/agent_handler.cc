@@ -84,7 +84,7 @@ class ResidencyHandler : public ctl::Handler {
     ctl::InfoResult info;
     info.pid = getpid();
     info.uid = getuid();
-    info.version = "0.1.0";
+    info.version = VGPU_VERSION;
     info.group = rt.config().group;
     info.state = residency::StateName(residency::CurrentState());
     info.command = Comm();

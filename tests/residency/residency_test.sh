@@ -205,6 +205,10 @@ ctx_drain)
   for _ in $(seq 1 500); do grep -q ready "$work/ctx.out" && break; sleep 0.01; done
   grep -q ready "$work/ctx.out" || { cat "$work/ctx.out"; fail "client not ready"; }
   wait_agent $child
+  # The agent reports the version it was built as, the same as vgpuctl's.
+  want=$("$VGPUCTL" version | awk '{print $NF}')
+  ctl info $child --json || fail "info"
+  grep -q "\"version\": *\"$want\"" "$work/ctl.out" || { cat "$work/ctl.out"; fail "agent version is not $want"; }
   ctl suspend $child || fail "suspend"
   sleep 0.6  # past the fill: without the drain it lands on released memory
   ctl resume $child || fail "resume"
