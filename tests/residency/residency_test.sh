@@ -32,6 +32,11 @@ wait_agent() {  # the agent starts after cuInit
   done
   fail "no agent socket for pid $1"
 }
+wait_ready() {  # the client prints "ready" once its buffers are filled
+  for _ in $(seq 1 500); do grep -q ready "$1" && return 0; sleep 0.01; done
+  cat "$1"
+  fail "client not ready"
+}
 meminfo_free() { "$CLIENT" meminfo | sed -n 's/^free=\([0-9]*\).*/\1/p'; }
 meminfo_total() { "$CLIENT" meminfo | sed -n 's/.*total=\([0-9]*\).*/\1/p'; }
 
@@ -59,7 +64,7 @@ cycles)
   n=$2
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 4 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_ready "$work/hold.out"
   wait_agent $child
   base=$(meminfo_free)
   for i in $(seq 1 "$n"); do
@@ -81,7 +86,7 @@ cycles)
 corrupt)
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_ready "$work/hold.out"
   wait_agent $child
   ctl checkpoint $child --dir "$work/good" || fail "checkpoint"
   mkdir -p "$work/bad"
@@ -121,7 +126,7 @@ suspended_restore)
   VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoDAsync_v2:1:999 LD_PRELOAD=$LIBVGPU \
     "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_ready "$work/hold.out"
   wait_agent $child
   total=$(meminfo_total)
   ctl checkpoint $child --dir "$work/good" --leave-running || fail "checkpoint"
@@ -162,7 +167,7 @@ resume_retry)
   VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoD_v2:6:999 LD_PRELOAD=$LIBVGPU \
     "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/hold.out" && break; sleep 0.01; done
+  wait_ready "$work/hold.out"
   wait_agent $child
   ctl suspend $child || fail "suspend"
   if "$VGPUCTL" resume $child >"$work/ctl.out" 2>&1; then fail "resume with a failing copy succeeded"; fi
@@ -182,8 +187,7 @@ pitch)
   # must refuse (busy: exit 5) rather than leave it behind, as for cuMemAlloc.
   VGPU_VMM=off LD_PRELOAD=$LIBVGPU "$CLIENT" pitch "$work/stop" >"$work/pitch.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/pitch.out" && break; sleep 0.01; done
-  grep -q ready "$work/pitch.out" || { cat "$work/pitch.out"; fail "client not ready"; }
+  wait_ready "$work/pitch.out"
   wait_agent $child
   "$VGPUCTL" suspend $child >"$work/ctl.out" 2>&1; st=$?
   cat "$work/ctl.out"
@@ -202,8 +206,7 @@ ctx_drain)
   # the kernel (a fault, or the old contents after resume).
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" ctxwork "$work/stop" >"$work/ctx.out" 2>&1 &
   child=$!
-  for _ in $(seq 1 500); do grep -q ready "$work/ctx.out" && break; sleep 0.01; done
-  grep -q ready "$work/ctx.out" || { cat "$work/ctx.out"; fail "client not ready"; }
+  wait_ready "$work/ctx.out"
   wait_agent $child
   # The agent reports the version it was built as, the same as vgpuctl's.
   want=$("$VGPUCTL" version | awk '{print $NF}')

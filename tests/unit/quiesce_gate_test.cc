@@ -26,6 +26,33 @@ GateSlot* SlotOfNewThread() {
   return slot;
 }
 
+// A thread inside the gate from construction until Leave().
+class ThreadInside {
+ public:
+  ThreadInside() {
+    std::promise<void> inside;
+    std::future<void> entered = inside.get_future();
+    thread_ = std::thread([this, inside = std::move(inside)]() mutable {
+      GateGuard g;
+      inside.set_value();
+      leave_f_.wait();
+    });
+    entered.wait();
+  }
+  ~ThreadInside() {
+    if (thread_.joinable()) Leave();
+  }
+  void Leave() {
+    leave_.set_value();
+    thread_.join();
+  }
+
+ private:
+  std::promise<void> leave_;
+  std::shared_future<void> leave_f_ = leave_.get_future().share();
+  std::thread thread_;
+};
+
 TEST(QuiesceGateTest, ClosedGateHoldsACallerUntilItOpens) {
   CloseGate();
   std::atomic<bool> entered{false};
@@ -41,19 +68,11 @@ TEST(QuiesceGateTest, ClosedGateHoldsACallerUntilItOpens) {
 }
 
 TEST(QuiesceGateTest, CloseWaitsForTheThreadInside) {
-  std::promise<void> inside, leave;
-  std::shared_future<void> leave_f = leave.get_future().share();
-  std::thread t([&] {
-    GateGuard g;
-    inside.set_value();
-    leave_f.wait();
-  });
-  inside.get_future().wait();
+  ThreadInside t;
   auto closed = std::async(std::launch::async, [] { CloseGate(); });
   EXPECT_EQ(closed.wait_for(50ms), std::future_status::timeout)
       << "the gate closed while a thread was inside";
-  leave.set_value();
-  t.join();
+  t.Leave();
   EXPECT_EQ(closed.wait_for(5s), std::future_status::ready);
   OpenGate();
 }
@@ -113,14 +132,7 @@ TEST(QuiesceGateTest, AForkChildClosesTheGateDespiteAParentThreadInside) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan does not support threads in the child of a multi-threaded fork";
 #endif
-  std::promise<void> inside, leave;
-  std::shared_future<void> leave_f = leave.get_future().share();
-  std::thread t([&] {
-    GateGuard g;
-    inside.set_value();
-    leave_f.wait();
-  });
-  inside.get_future().wait();
+  ThreadInside t;
   { GateGuard g; }  // this thread has a slot too
   pid_t child = fork();
   if (child == 0) {
@@ -147,8 +159,7 @@ TEST(QuiesceGateTest, AForkChildClosesTheGateDespiteAParentThreadInside) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  leave.set_value();
-  t.join();
+  t.Leave();
   ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
