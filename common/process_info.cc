@@ -1,7 +1,9 @@
 #include "common/process_info.h"
 
+#include <signal.h>
 #include <sys/auxv.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +37,12 @@ uint64_t ProcessStartTime(pid_t pid) {
   char state = p[2];
   if (state == 'Z' || state == 'X') return 0;  // a zombie holds no GPU memory
   return start;
+}
+
+bool ProcessAlive(pid_t pid, uint64_t start_time) {
+  if (pid <= 0) return false;  // kill() would address a process group
+  if (start_time == 0) return kill(pid, 0) == 0 || errno == EPERM;  // signal 0 is never sent
+  return ProcessStartTime(pid) == start_time;
 }
 
 uint64_t ProcessImageId() {

@@ -12,6 +12,13 @@ namespace vgpu {
 // pair names one process for the life of the system.
 uint64_t ProcessStartTime(pid_t pid);
 
+// Whether `pid` is still the process whose start time was recorded as
+// `start_time`. 0 means the recorder could not read /proc (hidepid, another
+// uid): existence is all that can be checked then, and a process we may not
+// signal (EPERM) exists. The one liveness rule of every shared table: slots
+// of processes whose /proc we cannot read must not look dead.
+bool ProcessAlive(pid_t pid, uint64_t start_time);
+
 // Identity of this process *image*: random bytes the kernel places at every
 // exec (AT_RANDOM), the same for every library of the process and inherited
 // by fork()ed children. A slot with our pid and start time but another image

@@ -1,7 +1,6 @@
 #include "common/quota_ledger.h"
 
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,14 +87,6 @@ void PauseAfterMiss(int misses) {
   nanosleep(&ts, nullptr);
 }
 
-// Whether `pid` is still the process that stored `start` when it claimed a
-// slot. start == 0 means the owner could not read /proc: existence is all we
-// can check then (kill(0) never signals; EPERM means it exists).
-bool OwnerAlive(pid_t pid, uint64_t start) {
-  if (start == 0) return kill(pid, 0) == 0 || errno == EPERM;
-  return ProcessStartTime(pid) == start;
-}
-
 void InitRegion(LedgerRegion* r, const std::string& group, const std::vector<uint64_t>& limits) {
   // The memory is zero (fresh ftruncate or anonymous mapping): slots are free.
   r->magic = kLedgerMagic;
@@ -174,14 +165,14 @@ uint64_t ReapSlot(LedgerSlot* slot, pid_t me) {
   int32_t pid = slot->pid.load(std::memory_order_acquire);
   if (pid == 0) return 0;
   if (pid > 0) {
-    if (OwnerAlive(pid, slot->start_time.load(std::memory_order_relaxed))) return 0;
+    if (ProcessAlive(pid, slot->start_time.load(std::memory_order_relaxed))) return 0;
   } else if (ProcessStartTime(-pid) != 0) {
     return 0;  // a live process is claiming or reaping it
   }
   if (!slot->pid.compare_exchange_strong(pid, -me, std::memory_order_acq_rel)) return 0;
   // The slot may have been freed and claimed again by a new process with the
   // same pid since we looked: check again now that nobody else can change it.
-  if (pid > 0 && OwnerAlive(pid, slot->start_time.load(std::memory_order_relaxed))) {
+  if (pid > 0 && ProcessAlive(pid, slot->start_time.load(std::memory_order_relaxed))) {
     slot->pid.store(pid, std::memory_order_release);
     return 0;
   }

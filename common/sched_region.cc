@@ -362,8 +362,8 @@ bool SchedRegion::ClientAlive(int c) const {
   const SchedClient& cl = layout_->clients[c];
   int32_t pid = cl.pid.load();
   if (pid <= 0) return false;
-  uint64_t start = ProcessStartTime(pid);
-  return start != 0 && start == cl.start_time.load();
+  // A start time of 0 (our /proc unreadable at registration) leaves existence to check.
+  return ProcessAlive(pid, cl.start_time.load());
 }
 
 void SchedRegion::ReapDead() {

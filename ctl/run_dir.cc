@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/process_info.h"
 
 namespace vgpu::ctl {
 namespace {
@@ -90,7 +91,7 @@ std::optional<pid_t> PidFromSocketName(std::string_view name) {
   return pid;
 }
 
-bool ProcessIsDead(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+bool ProcessIsDead(pid_t pid) { return !ProcessAlive(pid, 0); }
 
 int RemoveStaleSockets(const std::string& dir) {
   DIR* d = opendir(dir.c_str());

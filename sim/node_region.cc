@@ -347,8 +347,7 @@ uint64_t NodeRegion::ReapDead() {
   for (auto& slot : header_->processes) {
     int32_t pid = slot.pid.load();
     if (pid <= 0 || (self_ == &slot)) continue;
-    uint64_t start = ProcessStartTime(pid);
-    if (start != 0 && start == slot.start_time.load()) continue;  // alive
+    if (ProcessAlive(pid, slot.start_time.load())) continue;
     if (!slot.pid.compare_exchange_strong(pid, -pid)) continue;  // someone else reaps it
     for (int d = 0; d < kMaxDevices && d < device_count(); ++d) {
       uint64_t u = slot.used_bytes[d].exchange(0);

@@ -3,12 +3,21 @@
 #include "common/sched_region.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace vgpu {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
+
+// A pid that named a process which has exited and been waited for.
+pid_t DeadPid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
 
 class SchedRegionTest : public ::testing::Test {
  protected:
@@ -230,6 +239,20 @@ TEST_F(SchedRegionTest, DeadHolderLosesTheLease) {
   region_->SetDemand(0, b, now_);
   EXPECT_FALSE(region_->TryAcquire(0, b, now_ + kMs)) << "not before the grace period";
   EXPECT_TRUE(region_->TryAcquire(0, b, now_ + 20 * kMs));
+}
+
+TEST_F(SchedRegionTest, ClientWithUnknownStartTimeIsAliveWhileItsProcessExists) {
+  // A process that could not read /proc at registration recorded start time
+  // 0: existence decides, as in the quota ledger, instead of "dead".
+  int live = region_->RegisterClient(getpid());
+  region_->client(live).start_time.store(0);
+  int gone = region_->RegisterClient(DeadPid());
+  ASSERT_EQ(region_->client(gone).start_time.load(), 0u);
+  EXPECT_TRUE(region_->ClientAlive(live));
+  EXPECT_FALSE(region_->ClientAlive(gone));
+  region_->ReapDead();
+  EXPECT_EQ(region_->client(live).pid.load(), getpid());
+  EXPECT_EQ(region_->client(gone).pid.load(), 0);
 }
 
 }  // namespace
