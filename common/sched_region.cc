@@ -15,6 +15,10 @@ namespace {
 constexpr uint64_t kMaxRefillNs = 100'000'000;  // a stalled refiller never floods buckets
 
 static_assert(ShmRegionHeaderMatches<SchedLayout>());
+static_assert(kSchedGroups <= 32, "group sets are uint32_t bit masks");
+
+// The bit of group slot g in a set of groups; none for an index out of range.
+uint32_t GroupBit(int g) { return g >= 0 && g < kSchedGroups ? 1u << g : 0; }
 
 void Wake(SchedDevice& dev) {
   FutexBumpAndWakeAll(&dev.gen, FutexScope::kShared);  // waiters are other processes
@@ -132,34 +136,44 @@ bool SchedRegion::SetGroupParams(int device, const std::string& name, const Grou
   return false;
 }
 
-bool SchedRegion::GroupActive(int device, int gi, uint64_t now) const {
+// One pass over the clients for all groups: callers test every group, and a
+// scan per group cost 32 x 128 client reads per refill or charge.
+uint32_t SchedRegion::ActiveGroups(int device, uint64_t now) const {
   const SchedDevice& dev = layout_->devices[device];
-  const SchedGroup& g = dev.groups[gi];
-  if (g.key.load(std::memory_order_relaxed) == 0) return false;
-  uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
-  if (last != 0 && now <= last + tuning_.active_window_ns) return true;
+  uint32_t active = 0;
   // The holder's group is active even while its accountant is starved of
   // CPU and has not charged for a while: re-levelling it as idle would wipe
   // out what it owes the others.
   int h = dev.holder.load(std::memory_order_relaxed);
-  if (h >= 0 && layout_->clients[h].group[device].load(std::memory_order_relaxed) == gi) return true;
+  if (h >= 0 && h < kSchedClients) {
+    active |= GroupBit(layout_->clients[h].group[device].load(std::memory_order_relaxed));
+  }
   // So is a waiter's, however long it has been starved of CPU.
   for (const auto& c : layout_->clients) {
-    if (c.pid.load(std::memory_order_relaxed) > 0 && c.group[device].load(std::memory_order_relaxed) == gi &&
+    if (c.pid.load(std::memory_order_relaxed) > 0 &&
         c.demand_since_ns[device].load(std::memory_order_relaxed) != 0) {
-      return true;
+      active |= GroupBit(c.group[device].load(std::memory_order_relaxed));
     }
   }
-  return false;
+  uint32_t in_use = 0;
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    const SchedGroup& g = dev.groups[gi];
+    if (g.key.load(std::memory_order_relaxed) == 0) continue;
+    in_use |= GroupBit(gi);
+    uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
+    if (last != 0 && now <= last + tuning_.active_window_ns) active |= GroupBit(gi);
+  }
+  return active & in_use;
 }
 
-int64_t SchedRegion::TopWeightedTokens(int device, uint64_t now) const {
+int64_t SchedRegion::TopWeightedTokens(int device, uint32_t active) const {
   int64_t top = 0;
   bool any = false;
   const auto& groups = layout_->devices[device].groups;
   for (int gi = 0; gi < kSchedGroups; ++gi) {
     const SchedGroup& o = groups[gi];
-    if (static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed || !GroupActive(device, gi, now)) continue;
+    bool fixed = static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed;
+    if (fixed || (active & GroupBit(gi)) == 0) continue;
     int64_t t = o.tokens_ns.load();
     top = any ? std::max(top, t) : t;
     any = true;
@@ -176,7 +190,8 @@ void SchedRegion::Refill(int device, uint64_t now) {
   uint64_t last = dev.last_refill_ns.load();
   if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
   uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
-  const int64_t top = TopWeightedTokens(device, now);  // idle groups do not count in it
+  const uint32_t active = ActiveGroups(device, now);
+  const int64_t top = TopWeightedTokens(device, active);  // idle groups do not count in it
   for (int gi = 0; gi < kSchedGroups; ++gi) {
     SchedGroup& g = dev.groups[gi];
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
@@ -186,7 +201,7 @@ void SchedRegion::Refill(int device, uint64_t now) {
       // neither banks credit nor keeps debt: it sits level with the most-owed
       // active one, so a returning tenant is next in line (it gets the device
       // back within a minimum slice or two) without credit to hog it.
-      if (!GroupActive(device, gi, now)) g.tokens_ns.store(top);
+      if ((active & GroupBit(gi)) == 0) g.tokens_ns.store(top);
       continue;
     }
     // A cap refills at its share of wall time, whoever else is active.
@@ -201,24 +216,25 @@ void SchedRegion::Refill(int device, uint64_t now) {
   }
 }
 
-bool SchedRegion::HighPriorityActive(int device, int exclude_group, uint64_t now) const {
+uint32_t SchedRegion::ActiveHighPriorityGroups(int device, uint64_t now) const {
   const SchedDevice& dev = layout_->devices[device];
+  uint32_t active = 0;
   for (int g = 0; g < kSchedGroups; ++g) {
     const SchedGroup& grp = dev.groups[g];
-    if (g == exclude_group || grp.key.load() == 0 || grp.high_priority.load() == 0) continue;
+    if (grp.key.load() == 0 || grp.high_priority.load() == 0) continue;
     uint64_t last = grp.last_demand_ns.load();
-    if (last != 0 && now <= last + tuning_.high_priority_idle_ns) return true;
+    if (last != 0 && now <= last + tuning_.high_priority_idle_ns) active |= GroupBit(g);
   }
-  return false;
+  return active;
 }
 
-bool SchedRegion::Eligible(int device, int c, uint64_t now) const {
+bool SchedRegion::Eligible(int device, int c, uint32_t high_priority_active) const {
   const SchedClient& cl = layout_->clients[c];
   int g = cl.group[device].load();
   if (cl.pid.load() <= 0 || cl.demand_since_ns[device].load() == 0 || g < 0) return false;
   const SchedGroup& grp = layout_->devices[device].groups[g];
   if (grp.high_priority.load() != 0) return true;
-  if (HighPriorityActive(device, g, now)) return false;
+  if ((high_priority_active & ~GroupBit(g)) != 0) return false;  // another group's
   auto policy = static_cast<SchedPolicy>(grp.policy.load());
   // A capped group starts a turn only with a quarter of its burst banked:
   // turns of several milliseconds, so handovers (each leaves the device idle
@@ -233,8 +249,9 @@ int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
   bool best_hp = false;
   int64_t best_tokens = 0;
   uint64_t best_since = 0;
+  const uint32_t high_priority_active = ActiveHighPriorityGroups(device, now);
   for (int c = 0; c < kSchedClients; ++c) {
-    if (c == exclude || !Eligible(device, c, now)) continue;
+    if (c == exclude || !Eligible(device, c, high_priority_active)) continue;
     const SchedGroup& grp = layout_->devices[device].groups[layout_->clients[c].group[device].load()];
     bool hp = grp.high_priority.load() != 0;
     int64_t tokens = grp.tokens_ns.load();
@@ -256,7 +273,7 @@ bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {
       mine.tokens_ns.load() <= 0) {
     return true;  // a cap holds even on an idle device
   }
-  if (!my_hp && HighPriorityActive(device, g, now)) return true;
+  if (!my_hp && (ActiveHighPriorityGroups(device, now) & ~GroupBit(g)) != 0) return true;
   int best = PickNext(device, me, now);
   if (best < 0) return false;
   const SchedGroup& theirs = dev.groups[layout_->clients[best].group[device].load()];
@@ -330,9 +347,10 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
     uint32_t weight[kSchedGroups];  // 0: not credited
     double weights = 0;
     auto& groups = layout_->devices[device].groups;
+    const uint32_t active = ActiveGroups(device, now) | GroupBit(group);
     for (int gi = 0; gi < kSchedGroups; ++gi) {
       const SchedGroup& o = groups[gi];
-      bool member = (gi == group || GroupActive(device, gi, now)) &&
+      bool member = (active & GroupBit(gi)) != 0 &&
                     static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed;
       weight[gi] = member ? std::max<uint32_t>(1, o.weight.load()) : 0;
       weights += weight[gi];

@@ -26,7 +26,7 @@ namespace vgpu {
 inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
 inline constexpr uint32_t kSchedVersion = 1;
 inline constexpr int kSchedDevices = 16;
-inline constexpr int kSchedGroups = 32;
+inline constexpr int kSchedGroups = 32;  // group sets are bit masks: at most 32
 inline constexpr int kSchedClients = 128;
 
 enum class SchedPolicy : uint32_t { kNative = 0, kFixed = 1, kWeighted = 2 };
@@ -137,10 +137,13 @@ class SchedRegion {
  private:
   SchedRegion() = default;
   int64_t BurstCap(double rate) const;
-  int64_t TopWeightedTokens(int device, uint64_t now) const;
-  bool GroupActive(int device, int group, uint64_t now) const;
-  bool HighPriorityActive(int device, int exclude_group, uint64_t now) const;
-  bool Eligible(int device, int client, uint64_t now) const;
+  int64_t TopWeightedTokens(int device, uint32_t active) const;
+  // Sets of groups, one bit per group slot: those that demanded or used the
+  // device within the active window, hold the lease or wait for it ...
+  uint32_t ActiveGroups(int device, uint64_t now) const;
+  // ... and the high-priority ones within their idle window.
+  uint32_t ActiveHighPriorityGroups(int device, uint64_t now) const;
+  bool Eligible(int device, int client, uint32_t high_priority_active) const;
   void FreeClient(int c, int32_t pid);
 
   SchedLayout* layout_ = nullptr;

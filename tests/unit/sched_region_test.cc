@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 namespace vgpu {
 namespace {
 
@@ -208,6 +211,31 @@ TEST_F(SchedRegionTest, HolderStaysActiveWhileItsAccountantIsStarved) {
   EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 12 * kMs, 1000) << "credited by weight, 1/4";
   EXPECT_NEAR(GroupOf(b).tokens_ns.load(), -32 * static_cast<int64_t>(kMs), 1000);
 }
+TEST_F(SchedRegionTest, ActiveGroupsAreTheHolderTheWaitersAndTheRecentlyBusyInAFullTable) {
+  // Every group slot taken: the one pass that finds the active set must
+  // credit exactly the holder's, the waiters' and the recently busy groups.
+  std::vector<int> c(kSchedGroups);
+  for (int g = 0; g < kSchedGroups; ++g) c[g] = Client("g" + std::to_string(g), Weighted(1));
+  region_->SetDemand(0, c[0], now_);
+  ASSERT_TRUE(region_->TryAcquire(0, c[0], now_));
+  region_->ClearDemand(0, c[0]);       // holder, quiet for a second
+  region_->SetDemand(0, c[7], now_);   // waiter since a second ago
+  region_->SetDemand(0, c[31], now_);  // a waiter whose slot is being freed
+  region_->client(c[31]).pid.store(-getpid());
+  const uint64_t t = now_ + 1000 * kMs;
+  region_->Charge(0, region_->client(c[20]).group[0].load(), 0, t - kMs);  // busy just now
+  region_->Charge(0, region_->client(c[12]).group[0].load(), 32 * kMs, t);
+  for (int g = 0; g < kSchedGroups; ++g) {
+    int64_t expected = g == 0 || g == 7 || g == 20 ? 8 * static_cast<int64_t>(kMs) : 0;
+    if (g == 12) expected = -24 * static_cast<int64_t>(kMs);  // the charged group is a member
+    EXPECT_NEAR(GroupOf(c[g]).tokens_ns.load(), expected, 1000) << "group " << g;
+  }
+  region_->Refill(0, t);
+  EXPECT_EQ(GroupOf(c[3]).tokens_ns.load(), 8 * static_cast<int64_t>(kMs))
+      << "idle: level with the most-owed active group";
+  EXPECT_EQ(GroupOf(c[12]).tokens_ns.load(), -24 * static_cast<int64_t>(kMs)) << "charged: active";
+}
+
 TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
   int a = Client("a", Fixed(100));
   region_->SetDemand(0, a, now_);
