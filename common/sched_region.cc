@@ -1,9 +1,11 @@
 #include "common/sched_region.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/futex.h"
 #include "common/process_info.h"
@@ -19,6 +21,15 @@ static_assert(kSchedGroups <= 32, "group sets are uint32_t bit masks");
 
 // The bit of group slot g in a set of groups; none for an index out of range.
 uint32_t GroupBit(int g) { return g >= 0 && g < kSchedGroups ? 1u << g : 0; }
+
+// The display name, stored char by char as atomics: only such a stalled
+// claimer writes it concurrently with another (see ResetGroup).
+void StoreName(char (&dst)[64], const std::string& name) {
+  size_t n = std::min(name.size(), sizeof dst - 1);
+  for (size_t i = 0; i < sizeof dst; ++i) {
+    std::atomic_ref<char>(dst[i]).store(i < n ? name[i] : '\0', std::memory_order_relaxed);
+  }
+}
 
 void Wake(SchedDevice& dev) {
   FutexBumpAndWakeAll(&dev.gen, FutexScope::kShared);  // waiters are other processes
@@ -40,6 +51,7 @@ void InitLayout(SchedLayout* l) {
 uint64_t SchedRegion::GroupKey(const std::string& name) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  h = (h ^ (h >> kGroupHashBits)) & kGroupHashMask;  // the rest of a key holds reclaim marks
   return h == 0 ? 1 : h;
 }
 
@@ -92,48 +104,173 @@ int SchedRegion::RegisterClient(pid_t pid) {
 }
 
 int SchedRegion::JoinGroup(int device, int client, const std::string& name,
-                           const GroupParams& params) {
-  SchedDevice& dev = layout_->devices[device];
-  uint64_t key = GroupKey(name);
-  int found = -1;
-  for (int g = 0; g < kSchedGroups && found < 0; ++g) {
-    if (dev.groups[g].key.load() == key) found = g;
-  }
-  for (int g = 0; g < kSchedGroups && found < 0; ++g) {
-    uint64_t expected = 0;
-    if (!dev.groups[g].key.compare_exchange_strong(expected, key)) continue;
-    SchedGroup& grp = dev.groups[g];
-    std::snprintf(grp.name, sizeof grp.name, "%s", name.c_str());
-    grp.tokens_ns.store(0);
-    grp.used_ns.store(0);
-    found = g;
-    // A racing process may have claimed an earlier slot for the same group.
-    for (int e = 0; e < g; ++e) {
-      if (dev.groups[e].key.load() == key) {
-        grp.key.store(0);
-        found = e;
-        break;
-      }
+                           const GroupParams& params, uint64_t now) {
+  const uint64_t key = GroupKey(name);
+  // Retries follow races: a slot freed or taken under us, another
+  // process's reclaim in progress.
+  constexpr int kJoinAttempts = 16;
+  for (int attempt = 0; attempt < kJoinAttempts; ++attempt) {
+    int g = FindGroup(device, key);
+    if (g < 0) g = ClaimGroup(device, key, name, params, now);
+    if (g < 0) {
+      if (attempt == 0) ReapDead();  // dead members keep their groups' slots
+      // Another reclaimer's marks are taken over only late: it is most
+      // likely alive and about to free those slots.
+      if (!MakeRoom(device, now, attempt >= kJoinAttempts / 2)) return -1;
+      continue;
+    }
+    if (EnterGroup(device, client, g, key, now)) {
+      ApplyParams(layout_->devices[device].groups[g], params);
+      return g;
     }
   }
-  if (found < 0) return -1;
-  SetGroupParams(device, name, params);
-  layout_->clients[client].group[device].store(found);
-  return found;
+  return -1;
+}
+
+int SchedRegion::FindGroup(int device, uint64_t key) const {
+  const SchedDevice& dev = layout_->devices[device];
+  for (int g = 0; g < kSchedGroups; ++g) {
+    if ((dev.groups[g].key.load() & kGroupHashMask) == key) return g;  // in use or being reclaimed
+  }
+  return -1;
+}
+
+int SchedRegion::ClaimGroup(int device, uint64_t key, const std::string& name,
+                            const GroupParams& params, uint64_t now) {
+  SchedDevice& dev = layout_->devices[device];
+  for (int g = 0; g < kSchedGroups; ++g) {
+    uint64_t expected = 0;
+    if (!dev.groups[g].key.compare_exchange_strong(expected, key)) continue;
+    ResetGroup(dev.groups[g], name, params, now);
+    // A racing process may have claimed an earlier slot for the same group:
+    // the earlier one wins. Ours is given back like an idle group's, so a
+    // process that found it meanwhile keeps it.
+    for (int e = 0; e < g; ++e) {
+      if ((dev.groups[e].key.load() & kGroupHashMask) != key) continue;
+      return FreeGroups(device, GroupBit(g), now, 0, false) != 0 ? e : g;
+    }
+    return g;
+  }
+  return -1;
+}
+
+// A claimed slot starts clean: it may have been another group's, and its
+// debt, usage and parameters are not the new group's. These stores are not
+// one atomic step: a claimer stalled here for longer than the reclaim grace
+// could overwrite the fields of a group that got the slot since.
+void SchedRegion::ResetGroup(SchedGroup& g, const std::string& name, const GroupParams& params,
+                             uint64_t now) {
+  g.joined_ns.store(now);  // first, so reclaimers leave the slot alone
+  StoreName(g.name, name);
+  g.tokens_ns.store(0);
+  g.used_ns.store(0);
+  g.last_demand_ns.store(0);
+  ApplyParams(g, params);
+}
+
+// Publishes this client's membership, then checks that the slot is still
+// the group's. A reclaimer marks a slot before it looks for members (see
+// FreeGroups), so either it sees our membership or we see its mark and take
+// the slot back; a slot freed or given to another group meanwhile is left.
+bool SchedRegion::EnterGroup(int device, int client, int g, uint64_t key, uint64_t now) {
+  SchedGroup& grp = layout_->devices[device].groups[g];
+  std::atomic<int32_t>& membership = layout_->clients[client].group[device];
+  grp.joined_ns.store(now);
+  membership.store(g);
+  uint64_t w = grp.key.load();
+  while ((w & kGroupHashMask) == key) {
+    if (w == key || grp.key.compare_exchange_strong(w, key)) return true;
+  }
+  membership.store(-1);
+  return false;
+}
+
+// The table is full: frees the slots of groups no live process is in. False
+// if no slot is free, being freed or could be freed: the table is full of
+// groups in use.
+bool SchedRegion::MakeRoom(int device, uint64_t now, bool steal) {
+  const uint64_t idle_ns = tuning_.group_reclaim_idle_ns;
+  if (FreeGroups(device, ~0u, now, idle_ns, steal) != 0) return true;
+  const SchedDevice& dev = layout_->devices[device];
+  uint32_t settled = 0;  // in use, not marked
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    uint64_t w = dev.groups[gi].key.load();
+    if (w != 0 && (w & kGroupReclaimMark) == 0) settled |= GroupBit(gi);
+  }
+  const uint32_t reclaimable = IdleGroups(device, now, idle_ns) & ~ReferencedGroups(device);
+  if ((~settled | reclaimable) == 0) return false;
+  sched_yield();  // another process is freeing slots, or just did
+  return true;
+}
+
+uint32_t SchedRegion::ReferencedGroups(int device) const {
+  uint32_t referenced = 0;
+  for (const auto& c : layout_->clients) {
+    if (c.pid.load() > 0) referenced |= GroupBit(c.group[device].load());
+  }
+  return referenced;
+}
+
+uint32_t SchedRegion::IdleGroups(int device, uint64_t now, uint64_t idle_ns) const {
+  const SchedDevice& dev = layout_->devices[device];
+  uint32_t idle = 0;
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    const SchedGroup& g = dev.groups[gi];
+    uint64_t last = std::max(g.last_demand_ns.load(), g.joined_ns.load());
+    if (now >= last && now - last >= idle_ns) idle |= GroupBit(gi);
+  }
+  return idle;
+}
+
+// Frees those of `candidates` that no live client is in and that nobody
+// joined, claimed or used for idle_ns. Lock-free and crash-safe: a slot is
+// first marked (key = mark | tag | name hash), then checked, then freed or
+// restored, each by a CAS on the key. A joiner takes a marked slot back; with
+// `steal`, a reclaimer re-marks another's marked slots (so one killed
+// mid-way leaves nothing stuck), and the tag, new for every pass, makes the
+// other's late CAS fail.
+uint32_t SchedRegion::FreeGroups(int device, uint32_t candidates, uint64_t now, uint64_t idle_ns,
+                                 bool steal) {
+  SchedDevice& dev = layout_->devices[device];
+  candidates &= ~ReferencedGroups(device) & IdleGroups(device, now, idle_ns);
+  if (candidates == 0) return 0;
+  const uint64_t tag = (dev.reclaim_seq.fetch_add(1) & kGroupReclaimTagMask) << kGroupHashBits;
+  uint64_t mark[kSchedGroups] = {};
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    uint64_t w = dev.groups[gi].key.load();
+    if ((candidates & GroupBit(gi)) == 0 || w == 0) continue;
+    if ((w & kGroupReclaimMark) != 0 && !steal) continue;
+    uint64_t m = kGroupReclaimMark | tag | (w & kGroupHashMask);
+    if (dev.groups[gi].key.compare_exchange_strong(w, m)) mark[gi] = m;
+  }
+  // Checked again after marking: a member that joined since is seen now.
+  const uint32_t keep = ReferencedGroups(device) | ~IdleGroups(device, now, idle_ns);
+  uint32_t freed = 0;
+  for (int gi = 0; gi < kSchedGroups; ++gi) {
+    uint64_t m = mark[gi];
+    if (m == 0) continue;
+    if ((keep & GroupBit(gi)) != 0) {
+      dev.groups[gi].key.compare_exchange_strong(m, m & kGroupHashMask);
+    } else if (dev.groups[gi].key.compare_exchange_strong(m, 0)) {
+      freed |= GroupBit(gi);
+    }
+  }
+  return freed;
+}
+
+void SchedRegion::ApplyParams(SchedGroup& g, const GroupParams& p) {
+  g.policy.store(static_cast<uint32_t>(p.policy));
+  g.share_permille.store(std::clamp<uint32_t>(p.share_permille, 1, 1000));
+  g.weight.store(std::max<uint32_t>(p.weight, 1));
+  g.high_priority.store(p.high_priority ? 1 : 0);
 }
 
 bool SchedRegion::SetGroupParams(int device, const std::string& name, const GroupParams& p) {
   SchedDevice& dev = layout_->devices[device];
-  uint64_t key = GroupKey(name);
-  for (auto& g : dev.groups) {
-    if (g.key.load() != key) continue;
-    g.policy.store(static_cast<uint32_t>(p.policy));
-    g.share_permille.store(std::clamp<uint32_t>(p.share_permille, 1, 1000));
-    g.weight.store(std::max<uint32_t>(p.weight, 1));
-    g.high_priority.store(p.high_priority ? 1 : 0);
-    return true;
-  }
-  return false;
+  int g = FindGroup(device, GroupKey(name));
+  if (g < 0) return false;
+  ApplyParams(dev.groups[g], p);
+  return true;
 }
 
 // One pass over the clients for all groups: callers test every group, and a

@@ -24,7 +24,7 @@
 namespace vgpu {
 
 inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
-inline constexpr uint32_t kSchedVersion = 1;
+inline constexpr uint32_t kSchedVersion = 2;
 inline constexpr int kSchedDevices = 16;
 inline constexpr int kSchedGroups = 32;  // group sets are bit masks: at most 32
 inline constexpr int kSchedClients = 128;
@@ -40,10 +40,22 @@ struct SchedTuning {
   uint64_t high_priority_idle_ns = 20'000'000;  // others resume this long after high prio idles
   uint64_t burst_ns = 50'000'000;          // at most this much GPU time banked (times the rate)
   int64_t debt_floor_ns = -100'000'000;    // debt never grows beyond this
+  // A group slot no live process is in is freed (when a new group finds the
+  // table full) once nobody joined or used it for this long: a tenant that
+  // restarts at once finds its bucket, debt included.
+  uint64_t group_reclaim_idle_ns = 1'000'000'000;
 };
 
+// A group slot's key: 0 (free), the group name's hash (GroupKey, 40 bits),
+// or, while a process reclaims the slot, the hash with the mark bit and the
+// reclaim pass's tag above it.
+inline constexpr int kGroupHashBits = 40;
+inline constexpr uint64_t kGroupHashMask = (1ull << kGroupHashBits) - 1;
+inline constexpr uint64_t kGroupReclaimTagMask = (1ull << (63 - kGroupHashBits)) - 1;
+inline constexpr uint64_t kGroupReclaimMark = 1ull << 63;
+
 struct SchedGroup {
-  std::atomic<uint64_t> key;  // hash of the group name; 0: free
+  std::atomic<uint64_t> key;  // 0: free; see kGroupHashBits
   char name[64];
   std::atomic<uint32_t> policy;         // SchedPolicy
   std::atomic<uint32_t> share_permille;  // fixed: the cap; weighted: ignored
@@ -52,6 +64,7 @@ struct SchedGroup {
   std::atomic<int64_t> tokens_ns;
   std::atomic<uint64_t> last_demand_ns;  // last time a member wanted or used the device
   std::atomic<uint64_t> used_ns;         // total charged (statistics)
+  std::atomic<uint64_t> joined_ns;       // last time a process claimed or joined it
 };
 
 struct SchedClient {
@@ -66,6 +79,7 @@ struct SchedDevice {
   std::atomic<uint64_t> lease_since_ns;
   std::atomic<uint32_t> gen;    // futex word, bumped at every lease change
   std::atomic<uint64_t> last_refill_ns;
+  std::atomic<uint32_t> reclaim_seq;  // tags of group reclaim passes
   SchedGroup groups[kSchedGroups];
 };
 
@@ -101,7 +115,10 @@ class SchedRegion {
   // This process's client slot (claimed on first call), -1 if the table is full.
   int RegisterClient(pid_t pid);
   // The group slot for (device, name), created if needed; params applied.
-  int JoinGroup(int device, int client, const std::string& name, const GroupParams& params);
+  // With the table full, slots of groups no live process is in (idle for
+  // tuning().group_reclaim_idle_ns) are freed first. -1 if none is.
+  int JoinGroup(int device, int client, const std::string& name, const GroupParams& params,
+                uint64_t now);
   // Runtime change of a group's parameters (vgpud, tests); takes effect at the next refill.
   bool SetGroupParams(int device, const std::string& name, const GroupParams& params);
 
@@ -132,6 +149,7 @@ class SchedRegion {
   void ReleasePreviousImages(pid_t pid);
   bool ClientAlive(int c) const;
 
+  // The name's hash, nonzero, within kGroupHashMask.
   static uint64_t GroupKey(const std::string& name);
 
  private:
@@ -145,6 +163,18 @@ class SchedRegion {
   uint32_t ActiveHighPriorityGroups(int device, uint64_t now) const;
   bool Eligible(int device, int client, uint32_t high_priority_active) const;
   void FreeClient(int c, int32_t pid);
+  // Group slot lifecycle (JoinGroup).
+  int FindGroup(int device, uint64_t key) const;
+  int ClaimGroup(int device, uint64_t key, const std::string& name, const GroupParams& params,
+                 uint64_t now);
+  static void ResetGroup(SchedGroup& g, const std::string& name, const GroupParams& params,
+                         uint64_t now);
+  static void ApplyParams(SchedGroup& g, const GroupParams& p);
+  bool EnterGroup(int device, int client, int g, uint64_t key, uint64_t now);
+  uint32_t ReferencedGroups(int device) const;
+  uint32_t IdleGroups(int device, uint64_t now, uint64_t idle_ns) const;
+  bool MakeRoom(int device, uint64_t now, bool steal);
+  uint32_t FreeGroups(int device, uint32_t candidates, uint64_t now, uint64_t idle_ns, bool steal);
 
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;

@@ -88,7 +88,7 @@ bool ComputeShare::EnsureJoined(int device) {
   if (s.group.load() != kNotJoined) return s.group.load() >= 0;
   // A failure is remembered: the device's launches then pass ungoverned
   // without retrying the join (a shared-memory scan) at every launch.
-  g = region_->JoinGroup(device, client_, group_name_, params_);
+  g = region_->JoinGroup(device, client_, group_name_, params_, MonotonicNs());
   try {
     if (g >= 0 && !accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
   } catch (const std::exception& e) {

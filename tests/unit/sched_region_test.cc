@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace vgpu {
@@ -31,7 +33,7 @@ class SchedRegionTest : public ::testing::Test {
   // A client in `group`; all clients are this process (alive).
   int Client(const std::string& group, const GroupParams& p) {
     int c = region_->RegisterClient(getpid());
-    EXPECT_GE(region_->JoinGroup(0, c, group, p), 0);
+    EXPECT_GE(region_->JoinGroup(0, c, group, p, now_), 0);
     return c;
   }
   SchedGroup& GroupOf(int c) {
@@ -281,6 +283,128 @@ TEST_F(SchedRegionTest, ClientWithUnknownStartTimeIsAliveWhileItsProcessExists) 
   region_->ReapDead();
   EXPECT_EQ(region_->client(live).pid.load(), getpid());
   EXPECT_EQ(region_->client(gone).pid.load(), 0);
+}
+
+// Group slots: a process alone joins "pid-<pid>", so short-lived processes
+// would use up the 32 slots of a device if they were never given back.
+class SchedGroupSlotTest : public SchedRegionTest {
+ protected:
+  // Every slot taken by a group whose only member has exited, each with
+  // debt, usage and high priority a new group must not inherit.
+  void FillWithGroupsOfTheDead() {
+    pid_t dead = DeadPid();
+    for (int g = 0; g < kSchedGroups; ++g) {
+      int c = region_->RegisterClient(dead);
+      ASSERT_EQ(region_->JoinGroup(0, c, "pid-" + std::to_string(g), Weighted(1, true), now_), g);
+      region_->SetDemand(0, c, now_);
+      region_->Charge(0, g, 50 * kMs, now_);
+    }
+  }
+  int Join(const std::string& name, const GroupParams& p, uint64_t now) {
+    return region_->JoinGroup(0, region_->RegisterClient(getpid()), name, p, now);
+  }
+  uint64_t Key(int g) { return region_->device(0).groups[g].key.load(); }
+  static uint64_t Mark(const std::string& name, uint64_t tag) {
+    return kGroupReclaimMark | tag << kGroupHashBits | SchedRegion::GroupKey(name);
+  }
+  const uint64_t idle_ = SchedTuning{}.group_reclaim_idle_ns;
+};
+
+TEST_F(SchedGroupSlotTest, SlotsOfGroupsWhoseMembersExitedAreReclaimedWhenTheTableIsFull) {
+  FillWithGroupsOfTheDead();
+  int g = Join("new", Fixed(300), now_ + idle_);
+  ASSERT_GE(g, 0) << "a full table of dead groups must not leave new processes ungoverned";
+  SchedGroup& grp = region_->device(0).groups[g];
+  EXPECT_EQ(grp.key.load(), SchedRegion::GroupKey("new"));
+  EXPECT_STREQ(grp.name, "new");
+  EXPECT_EQ(grp.tokens_ns.load(), 0) << "another group's debt is not inherited";
+  EXPECT_EQ(grp.used_ns.load(), 0u);
+  EXPECT_EQ(grp.last_demand_ns.load(), 0u);
+  EXPECT_EQ(grp.high_priority.load(), 0u);
+  EXPECT_EQ(static_cast<SchedPolicy>(grp.policy.load()), SchedPolicy::kFixed);
+  EXPECT_EQ(grp.share_permille.load(), 300u);
+}
+
+TEST_F(SchedGroupSlotTest, AMemberlessGroupKeepsItsSlotForTheIdleGrace) {
+  // A tenant that restarts at once finds its bucket, debt included.
+  FillWithGroupsOfTheDead();
+  EXPECT_EQ(Join("new", Weighted(1), now_ + idle_ / 2), -1);
+  EXPECT_EQ(Key(0), SchedRegion::GroupKey("pid-0"));
+}
+
+TEST_F(SchedGroupSlotTest, AGroupWithALiveMemberIsNeverReclaimed) {
+  for (int g = 0; g < kSchedGroups; ++g) Client("live-" + std::to_string(g), Weighted(1));
+  EXPECT_EQ(Join("new", Weighted(1), now_ + 100 * idle_), -1);
+  for (int g = 0; g < kSchedGroups; ++g) {
+    EXPECT_EQ(Key(g), SchedRegion::GroupKey("live-" + std::to_string(g))) << "slot " << g;
+  }
+}
+
+TEST_F(SchedGroupSlotTest, OnlyTheGroupsOfTheDeadAreReclaimed) {
+  FillWithGroupsOfTheDead();
+  int live = region_->RegisterClient(getpid());  // a live member among pid-7's dead ones
+  ASSERT_EQ(region_->JoinGroup(0, live, "pid-7", Weighted(1), now_), 7);
+  for (int n = 0; n < kSchedGroups - 1; ++n) {
+    int g = Join("new-" + std::to_string(n), Weighted(1), now_ + idle_);
+    ASSERT_GE(g, 0) << n;
+    EXPECT_NE(g, 7);
+  }
+  EXPECT_EQ(Join("one-too-many", Weighted(1), now_ + idle_), -1);
+  EXPECT_EQ(Key(7), SchedRegion::GroupKey("pid-7"));
+}
+
+TEST_F(SchedGroupSlotTest, AJoinerTakesItsGroupBackFromAReclaimInProgress) {
+  // A reclaimer marks a slot, then looks for members: one that joined after
+  // it looked must find the mark and restore the key, or the slot would be
+  // freed under it.
+  int a = Client("a", Weighted(1));
+  int g = region_->client(a).group[0].load();
+  region_->device(0).groups[g].key.store(Mark("a", 5));
+  EXPECT_EQ(Join("a", Weighted(1), now_), g);
+  EXPECT_EQ(Key(g), SchedRegion::GroupKey("a"));
+}
+
+TEST_F(SchedGroupSlotTest, SlotsLeftMarkedByAKilledReclaimerAreReclaimed) {
+  FillWithGroupsOfTheDead();
+  for (int g = 0; g < kSchedGroups; ++g) {
+    region_->device(0).groups[g].key.store(Mark("pid-" + std::to_string(g), 9));
+  }
+  EXPECT_GE(Join("new", Weighted(1), now_ + idle_), 0);
+}
+
+TEST_F(SchedGroupSlotTest, RacingJoinersAndReclaimersNeverFreeAGroupWithAMember) {
+  // Threads join ever new groups, each at a clock one grace later, so once
+  // the table is full every join reclaims the slots of all groups but the
+  // members' while others join: a joiner's slot must stay its group's for
+  // as long as it is a member. (A join whose clock reading is older than
+  // the other threads' stamps finds every group recent and is refused.)
+  constexpr int kThreads = 4;
+  constexpr int kJoins = 3000;
+  std::atomic<uint64_t> clock{now_};
+  std::atomic<int> lost{0}, refused{0};
+  auto body = [&](int t) {
+    int c = region_->RegisterClient(getpid());
+    for (int i = 0; i < kJoins; ++i) {
+      std::string name = std::to_string(t) + "-" + std::to_string(i);
+      int g = region_->JoinGroup(0, c, name, Weighted(1), clock.fetch_add(idle_));
+      if (g < 0) {
+        refused.fetch_add(1);
+        continue;
+      }
+      for (int k = 0; k < 50; ++k) {
+        if ((Key(g) & kGroupHashMask) != SchedRegion::GroupKey(name)) {
+          lost.fetch_add(1);
+          break;
+        }
+      }
+      region_->client(c).group[0].store(-1);  // leaves
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(body, t);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(lost.load(), 0);
+  EXPECT_LT(refused.load(), kThreads * kJoins / 20);
 }
 
 }  // namespace
