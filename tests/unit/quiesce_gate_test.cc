@@ -3,6 +3,7 @@
 #include "intercept/quiesce_gate.h"
 
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,12 +18,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The slot a new thread gets; returns once that thread no longer exists
+// (pthread_join can return while the kernel still lists the exiting thread).
 GateSlot* SlotOfNewThread() {
   GateSlot* slot = nullptr;
+  pid_t tid = 0;
   std::thread([&] {
     GateGuard g;
     slot = t_gate_slot;
+    tid = slot->owner.load();
   }).join();
+  for (int i = 0; i < 2000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
   return slot;
 }
 
