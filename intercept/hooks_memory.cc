@@ -457,15 +457,14 @@ VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDe
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
   VGPU_MEM_HOOK_BODY(
       CUdevice d = 0;
+      const bool have_device = REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS;
       // Freed chunks kept for reuse are given back first: the answer is then
       // what the driver would say after the program's frees, and it is what
       // the ledger holds.
-      if (vgpu::VmmOn() && REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS) {
-        vgpu::vmm::Manager::Get().TrimCache(d);
-      }
+      if (vgpu::VmmOn() && have_device) vgpu::vmm::Manager::Get().TrimCache(d);
       CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
       vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
-      if (r != CUDA_SUCCESS || ledger == nullptr || REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS) return r;
+      if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
       uint64_t limit = ledger->Limit(d);
       if (limit == vgpu::kUnlimited) return r;
       uint64_t used = ledger->Used(d);

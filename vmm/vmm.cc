@@ -269,10 +269,16 @@ std::unique_ptr<Chunk> Manager::TakeCached(Space* s, size_t size) {
   return nullptr;
 }
 
-void Manager::EvictLocked(Space* s) {
-  for (auto& c : s->cache) ReleaseChunk(c.get());
-  s->cache.clear();
-  s->cached_bytes = 0;
+void Manager::EvictLocked(Space* s, const CUcontext* only) {
+  for (auto it = s->cache.begin(); it != s->cache.end();) {
+    if (only != nullptr && (*it)->ctx != *only) {
+      ++it;
+      continue;
+    }
+    s->cached_bytes -= (*it)->size;
+    ReleaseChunk(it->get());
+    it = s->cache.erase(it);
+  }
 }
 
 void Manager::TrimLocked(int device) {
@@ -376,17 +382,7 @@ void Manager::FreeContext(CUcontext ctx) {
   }
   // What the context freed last goes with it (its memory must show free
   // again, as the driver's would).
-  for (auto& [d, s] : spaces_) {
-    for (auto cit = s.cache.begin(); cit != s.cache.end();) {
-      if ((*cit)->ctx != ctx) {
-        ++cit;
-        continue;
-      }
-      s.cached_bytes -= (*cit)->size;
-      ReleaseChunk(cit->get());
-      cit = s.cache.erase(cit);
-    }
-  }
+  for (auto& [d, s] : spaces_) EvictLocked(&s, &ctx);
 }
 
 std::vector<AllocationInfo> Manager::Allocations() {

@@ -163,7 +163,7 @@ class Manager {
   // the bounds, else released.
   void Retire(Chunk* c, bool may_cache);
   std::unique_ptr<Chunk> TakeCached(Space* s, size_t size);
-  void EvictLocked(Space* s);
+  void EvictLocked(Space* s, const CUcontext* only = nullptr);  // only: one context's chunks
   void TrimLocked(int device);  // every device if negative
   uint64_t CacheLimit(const Space& s, int device) const;
   // False while the group has less than 1/kCacheHeadroom of its quota unused.
