@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -384,6 +385,15 @@ uint64_t QuotaLedger::ReapDead() {
     returned = SaturatingAdd(returned, ReapSlot(&region_->slots[i], me));
   }
   return returned;
+}
+
+MemoryView QuotaMemoryView(uint64_t limit, uint64_t used, uint64_t device_total,
+                           uint64_t device_free) {
+  MemoryView v;
+  v.total = std::min(limit, device_total);
+  v.used = used;
+  v.free = std::min(used >= limit ? 0 : limit - used, device_free);
+  return v;
 }
 
 }  // namespace vgpu

@@ -93,4 +93,16 @@ class QuotaLedger {
   pid_t self_pid_ = 0;
 };
 
+// A device's memory as a process under a quota sees it (cuMemGetInfo, NVML):
+// total is the quota (never above the device's), used the group's charge, and
+// free what the process could still allocate: the quota left, but never more
+// than the device has free (other tenants may hold the rest). Never wraps.
+struct MemoryView {
+  uint64_t total = 0;
+  uint64_t used = 0;
+  uint64_t free = 0;
+};
+MemoryView QuotaMemoryView(uint64_t limit, uint64_t used, uint64_t device_total,
+                           uint64_t device_free);
+
 }  // namespace vgpu

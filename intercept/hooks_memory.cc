@@ -467,11 +467,9 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
       if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
       uint64_t limit = ledger->Limit(d);
       if (limit == vgpu::kUnlimited) return r;
-      uint64_t used = ledger->Used(d);
-      // The quota view, clamped: never negative, never above the device's own free.
-      uint64_t quota_free = used >= limit ? 0 : limit - used;
-      *total = limit < *total ? limit : *total;
-      *free = quota_free < *free ? quota_free : *free;
+      vgpu::MemoryView view = vgpu::QuotaMemoryView(limit, ledger->Used(d), *total, *free);
+      *total = view.total;
+      *free = view.free;
       return r;);
 }
 

@@ -115,10 +115,11 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   vmm::Manager::Get().TryTrimCache(p);
   uint64_t limit = ledger->Limit(p);
   if (limit == kUnlimited) return false;
-  uint64_t u = ledger->Used(p);
-  *total = limit < *total ? limit : *total;
-  *used = u;
-  *free = u >= *total ? 0 : *total - u;
+  // The same view as cuMemGetInfo's: free is also bounded by the device's.
+  MemoryView view = QuotaMemoryView(limit, ledger->Used(p), *total, *free);
+  *total = view.total;
+  *used = view.used;
+  *free = view.free;
   return true;
 }
 

@@ -324,6 +324,30 @@ TEST_F(InterceptTest, NvmlMemoryShowsGroupQuota) {
   EXPECT_TRUE(other.ExitedZero()) << other.Describe();
 }
 
+// When the device has less free than the quota leaves (another tenant holds
+// most of it), cuMemGetInfo and NVML agree inside the limited process: both
+// report min(quota free, device free).
+TEST_F(InterceptTest, ScarceDeviceMemoryBoundsTheQuotaViewInCudaAndNvml) {
+  const PathParam& p = kPaths[1];
+  const std::string node = "VGPU_SIM_DEVICES=1x256MiB";
+  Proc other;  // no libvgpu: the device's other tenant
+  ASSERT_TRUE(other.Start(Argv(p, {"init", "ctx:0", "alloc:240M", "wait"}), Env(false, {node})));
+  ASSERT_TRUE(other.WaitKey("waiting", nullptr, 20000)) << other.StderrText();
+  ASSERT_EQ(other.out().Get("alloc"), "0");
+  RunResult job = Client(p, {"init", "ctx:0", "meminfo", "nvml"},
+                         Env(true, {node, "VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()}));
+  other.Send("go");
+  other.Finish(20000);
+  ASSERT_CLEAN_EXIT(job);
+  EXPECT_EQ(job.out.Int("total"), static_cast<long long>(k64MiB));
+  EXPECT_EQ(job.out.Int("nvml0.total"), static_cast<long long>(k64MiB));
+  const long long device_free = job.out.Int("free");
+  EXPECT_LE(device_free, static_cast<long long>(16 * kMiB)) << job.Describe();
+  EXPECT_GT(device_free, 0) << job.Describe();
+  EXPECT_EQ(job.out.Int("nvml0.free"), device_free) << job.Describe();
+  EXPECT_EQ(job.out.Int("nvml0.free2"), device_free) << job.Describe();
+}
+
 // ---------------------------------------------------------------------------
 // Pass-through: the sample training loop prints the same losses and checksum
 // with and without libvgpu (and with libvgpu enforcing a generous quota).

@@ -669,3 +669,29 @@ TEST(QuotaLedgerTest, InvalidGroupNamesAreRefused) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// cuMemGetInfo and NVML show this view: free is what the quota leaves, but
+// never more than the device has free when other tenants hold the rest.
+TEST(QuotaMemoryViewTest, FreeIsTheLesserOfQuotaAndDevice) {
+  constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
+  // Another process holds 15 of 16 GiB; the job has a 2 GiB quota, 100 MiB used.
+  MemoryView v = QuotaMemoryView(2 * kGiB, 100 * kMiB, 16 * kGiB, 1 * kGiB - 100 * kMiB);
+  EXPECT_EQ(v.total, 2 * kGiB);
+  EXPECT_EQ(v.used, 100 * kMiB);
+  EXPECT_EQ(v.free, 1 * kGiB - 100 * kMiB);
+  // Plenty free on the device: the quota decides.
+  v = QuotaMemoryView(2 * kGiB, 100 * kMiB, 16 * kGiB, 15 * kGiB);
+  EXPECT_EQ(v.free, 2 * kGiB - 100 * kMiB);
+  // Over the quota (a lowered limit) and a quota above the device: no wrap.
+  v = QuotaMemoryView(kGiB, 2 * kGiB, 16 * kGiB, 8 * kGiB);
+  EXPECT_EQ(v.free, 0u);
+  v = QuotaMemoryView(32 * kGiB, 0, 16 * kGiB, 16 * kGiB);
+  EXPECT_EQ(v.total, 16 * kGiB);
+  EXPECT_EQ(v.free, 16 * kGiB);
+}
+
+}  // namespace
+}  // namespace vgpu
