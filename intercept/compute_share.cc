@@ -30,11 +30,13 @@ constexpr uint64_t kPollNs = 200'000;
 // follows, so on average every tenant is charged its own time.
 constexpr uint64_t kHandoverLeadNs = 500'000;
 
-GroupParams ParamsFrom(const Config& cfg) {
+// The parameters on visible device `v` (its own share when
+// CUDA_DEVICE_SM_LIMIT_<v> is set).
+GroupParams ParamsFrom(const Config& cfg, int v) {
   GroupParams p;
-  bool fixed = cfg.EffectivePolicy() == Config::ComputePolicy::kFixed;
+  bool fixed = cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kFixed;
   p.policy = fixed ? SchedPolicy::kFixed : SchedPolicy::kWeighted;
-  p.share_permille = cfg.compute_share_permille != 0 ? cfg.compute_share_permille : 1000;
+  p.share_permille = cfg.ShareFor(v) != 0 ? cfg.ShareFor(v) : 1000;
   p.weight = cfg.compute_weight != 0 ? cfg.compute_weight : 1;
   p.high_priority = cfg.high_priority;
   return p;
@@ -60,12 +62,12 @@ bool ComputeShare::Start(std::string* error) {
     return false;
   }
   cs->group_name_ = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
-  cs->params_ = ParamsFrom(cfg);
   instance_.store(cs, std::memory_order_release);
-  VGPU_LOG(kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s",
-           cs->group_name_.c_str(), cs->params_.policy == SchedPolicy::kFixed ? "fixed" : "weighted",
-           cs->params_.share_permille / 10, cs->params_.weight,
-           cs->params_.high_priority ? " high-priority" : "");
+  GroupParams p = ParamsFrom(cfg, 0);
+  VGPU_LOG(kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s%s",
+           cs->group_name_.c_str(), p.policy == SchedPolicy::kFixed ? "fixed" : "weighted",
+           p.share_permille / 10, p.weight, p.high_priority ? " high-priority" : "",
+           cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");
   return true;
 }
 
@@ -88,7 +90,13 @@ bool ComputeShare::EnsureJoined(int device) {
   if (s.group.load() != kNotJoined) return s.group.load() >= 0;
   // A failure is remembered: the device's launches then pass ungoverned
   // without retrying the join (a shared-memory scan) at every launch.
-  g = region_->JoinGroup(device, client_, group_name_, params_, MonotonicNs());
+  const Config& cfg = Runtime::Get().config();
+  const int v = Runtime::Get().devices().ToVirtual(device);
+  if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) {
+    s.group.store(kNotGoverned, std::memory_order_release);  // no cap on this device
+    return false;
+  }
+  g = region_->JoinGroup(device, client_, group_name_, ParamsFrom(cfg, v), MonotonicNs());
   try {
     if (g >= 0 && !accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
   } catch (const std::exception& e) {

@@ -55,7 +55,8 @@ class ComputeShare {
 
  private:
   static constexpr int kNotJoined = -1;
-  static constexpr int kJoinFailed = -2;  // table full: the device is not governed
+  static constexpr int kJoinFailed = -2;   // table full: the device is not governed
+  static constexpr int kNotGoverned = -3;  // native on this device (CUDA_DEVICE_SM_LIMIT_<i>=0)
   struct PerDevice {
     std::atomic<bool> holding{false};
     std::atomic<bool> must_yield{false};
@@ -105,7 +106,6 @@ class ComputeShare {
   std::unique_ptr<SchedRegion> region_;
   int client_ = -1;
   std::string group_name_;
-  GroupParams params_;
   std::mutex join_mu_;
   PerDevice dev_[kSchedDevices];
   std::atomic<uint32_t> wake_{0};  // futex: wakes the accountant

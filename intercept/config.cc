@@ -1,5 +1,7 @@
 #include "intercept/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,18 +221,23 @@ bool ParseMemoryLimit(const Input& in, Config* cfg, std::string* error) {
   return true;
 }
 
+// Sets device `index`'s value in a list kept sorted by index.
+template <typename T>
+void SetForIndex(std::vector<std::pair<int, T>>* by_index, int index, T v) {
+  auto it = std::find_if(by_index->begin(), by_index->end(),
+                         [index](const auto& p) { return p.first >= index; });
+  if (it != by_index->end() && it->first == index) {
+    it->second = v;
+  } else {
+    by_index->insert(it, {index, v});
+  }
+}
+
 bool ParseMemoryLimitForIndex(int index, const Input& in, Config* cfg, std::string* error) {
   uint64_t v = 0;
   if (Trim(in.text).empty()) return Fail(in, std::string("is empty: ") + kSizeExpected, error);
   if (!ParseLimit(in, in.text, &v, error)) return false;
-  auto& by_index = cfg->memory_limit_by_index;
-  auto it = std::find_if(by_index.begin(), by_index.end(),
-                         [index](const auto& p) { return p.first >= index; });
-  if (it != by_index.end() && it->first == index) {
-    it->second = v;
-  } else {
-    by_index.insert(it, {index, v});
-  }
+  SetForIndex(&cfg->memory_limit_by_index, index, v);
   return true;
 }
 
@@ -315,21 +322,33 @@ bool IsDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
 }
 
-bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
+// A share in permille; 0: no cap.
+bool ParseSharePermille(const Input& in, uint32_t* permille, std::string* error) {
   std::string v = Trim(in.text);
   if (!v.empty() && v.back() == '%') v.pop_back();
   double pct = IsPlainDecimal(v) ? std::strtod(v.c_str(), nullptr) : -1;
-  // HAMi-core reads 0 and anything at or above 100 in its variable as "no
-  // limit"; a HAMi deployment moved over keeps its meaning.
-  if (in.source == "CUDA_DEVICE_SM_LIMIT" && (pct == 0 || pct >= 100)) {
-    cfg->compute_share_permille = 0;
+  // HAMi-core reads 0 and anything at or above 100 in its variables
+  // (CUDA_DEVICE_SM_LIMIT and CUDA_DEVICE_SM_LIMIT_<i>) as "no limit"; a HAMi
+  // deployment moved over keeps its meaning.
+  if (in.source.rfind("CUDA_DEVICE_SM_LIMIT", 0) == 0 && (pct == 0 || pct >= 100)) {
+    *permille = 0;
     return true;
   }
   if (!(pct > 0 && pct <= 100)) {
     return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30", error);
   }
-  cfg->compute_share_permille = static_cast<uint32_t>(pct * 10 + 0.5);
-  if (cfg->compute_share_permille == 0) cfg->compute_share_permille = 1;
+  *permille = std::max<uint32_t>(1, static_cast<uint32_t>(pct * 10 + 0.5));
+  return true;
+}
+
+bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
+  return ParseSharePermille(in, &cfg->compute_share_permille, error);
+}
+
+bool ParseComputeShareForIndex(int index, const Input& in, Config* cfg, std::string* error) {
+  uint32_t permille = 0;
+  if (!ParseSharePermille(in, &permille, error)) return false;
+  SetForIndex(&cfg->compute_share_by_index, index, permille);
   return true;
 }
 
@@ -358,6 +377,16 @@ bool ParseVmm(const Input& in, Config* cfg, std::string* error) {
 
 bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
   std::string v = Lower(Trim(in.text));
+  // HAMi-core's CUDA_TASK_PRIORITY is a number: 0 is its high priority, 1 (its
+  // default) and above are lower ones. vgpu has two levels, so 0 maps to high
+  // and every other level to normal.
+  if (in.source == "CUDA_TASK_PRIORITY") {
+    if (!IsDigits(v) || v.size() > 3) {
+      return Fail(in, "is not a HAMi task priority: expected 0 (high) or 1 (normal)", error);
+    }
+    cfg->high_priority = std::strtol(v.c_str(), nullptr, 10) == 0;
+    return true;
+  }
   if (v != "high" && v != "normal") return Fail(in, "is not a priority: expected high or normal", error);
   cfg->high_priority = v == "high";
   return true;
@@ -418,13 +447,15 @@ constexpr OptionSpec kOptions[] = {
      true,
      ParseGroup,
      nullptr},
-    {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT", "compute_share", "none (no cap)",
+    {{"VGPU_COMPUTE_SHARE", "CUDA_DEVICE_SM_LIMIT,CUDA_DEVICE_SM_LIMIT_<i>", "compute_share",
+      "none (no cap)",
       "Compute share of each device in percent (above 0, at most 100): a cap with the fixed "
-      "policy, the guaranteed part with the weighted one."},
+      "policy, the guaranteed part with the weighted one; CUDA_DEVICE_SM_LIMIT_<i> sets visible "
+      "device i (0 or 100 and above: no cap there, as in HAMi-core)."},
      Kind::kScalar,
      true,
      ParseComputeShare,
-     nullptr},
+     ParseComputeShareForIndex},
     {{"VGPU_COMPUTE_WEIGHT", "", "compute_weight", "1",
       "Weight (1-1000) with the weighted policy: idle capacity is split among active tenants "
       "in proportion to their weights."},
@@ -432,9 +463,10 @@ constexpr OptionSpec kOptions[] = {
      true,
      ParseComputeWeight,
      nullptr},
-    {{"VGPU_PRIORITY", "", "priority", "normal",
+    {{"VGPU_PRIORITY", "CUDA_TASK_PRIORITY", "priority", "normal",
       "high: the tenant runs as if alone while it is active and every normal tenant of the "
-      "device yields; normal otherwise."},
+      "device yields; normal otherwise (HAMi-core's CUDA_TASK_PRIORITY: 0 is high, 1 and "
+      "above normal)."},
      Kind::kScalar,
      true,
      ParsePriority,
@@ -583,12 +615,34 @@ bool ApplyIndexedAliases(size_t option, const EnvLookup& getenv_fn,
 
 std::string FileSource(const std::string& path) { return "VGPU_CONFIG file '" + path + "'"; }
 
-bool ReadFile(const std::string& path, std::string* text, std::string* error) {
-  FILE* f = std::fopen(path.c_str(), "re");
+// Opens `path` only if it is a regular file. O_NONBLOCK keeps the open of a
+// FIFO (which would wait for a writer for ever, inside cuInit) from blocking;
+// the type is checked on the opened descriptor, so a swap after a stat cannot
+// slip a FIFO or a device in.
+FILE* OpenRegularFile(const std::string& path, std::string* error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    *error = "VGPU_CONFIG='" + Printable(path) + "' cannot be read: " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = "VGPU_CONFIG='" + Printable(path) + "' is not a regular file";
+    ::close(fd);
+    return nullptr;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE* f = ::fdopen(fd, "r");
   if (f == nullptr) {
     *error = "VGPU_CONFIG='" + Printable(path) + "' cannot be read: " + std::strerror(errno);
-    return false;
+    ::close(fd);
   }
+  return f;
+}
+
+bool ReadFile(const std::string& path, std::string* text, std::string* error) {
+  FILE* f = OpenRegularFile(path, error);
+  if (f == nullptr) return false;
   char buf[4096];
   size_t n = 0;
   errno = 0;
@@ -778,11 +832,13 @@ bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) co
              " devices: give one limit for all devices or exactly one per device";
     return false;
   }
-  for (const auto& [index, limit] : memory_limit_by_index) {
+  std::vector<std::pair<const char*, int>> indexed;
+  for (const auto& entry : memory_limit_by_index) indexed.emplace_back("CUDA_DEVICE_MEMORY_LIMIT_", entry.first);
+  for (const auto& entry : compute_share_by_index) indexed.emplace_back("CUDA_DEVICE_SM_LIMIT_", entry.first);
+  for (const auto& [prefix, index] : indexed) {
     if (index >= device_count) {
-      *error = "CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(index) +
-               " is set but the process sees only " + n + " devices (indices 0.." +
-               std::to_string(device_count - 1) + ")";
+      *error = prefix + std::to_string(index) + " is set but the process sees only " + n +
+               " devices (indices 0.." + std::to_string(device_count - 1) + ")";
       return false;
     }
   }
@@ -837,7 +893,23 @@ namespace vgpu {
 
 Config::ComputePolicy Config::EffectivePolicy() const {
   if (compute_policy != ComputePolicy::kAuto) return compute_policy;
-  if (compute_share_permille != 0) return ComputePolicy::kFixed;
+  bool any_share = compute_share_permille != 0;
+  for (const auto& [index, permille] : compute_share_by_index) any_share = any_share || permille != 0;
+  if (any_share) return ComputePolicy::kFixed;
+  if (compute_weight != 0 || high_priority) return ComputePolicy::kWeighted;
+  return ComputePolicy::kNative;
+}
+
+uint32_t Config::ShareFor(int visible_index) const {
+  for (const auto& [index, permille] : compute_share_by_index) {
+    if (index == visible_index) return permille;
+  }
+  return compute_share_permille;
+}
+
+Config::ComputePolicy Config::EffectivePolicyFor(int visible_index) const {
+  if (compute_policy != ComputePolicy::kAuto) return compute_policy;
+  if (ShareFor(visible_index) != 0) return ComputePolicy::kFixed;
   if (compute_weight != 0 || high_priority) return ComputePolicy::kWeighted;
   return ComputePolicy::kNative;
 }

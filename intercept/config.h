@@ -47,14 +47,21 @@ struct Config {
   // Compute share (docs/configuration.md, "Compute share").
   enum class ComputePolicy { kAuto, kNative, kFixed, kWeighted };
   uint32_t compute_share_permille = 0;  // VGPU_COMPUTE_SHARE / CUDA_DEVICE_SM_LIMIT; 0: unset
-  uint32_t compute_weight = 0;          // VGPU_COMPUTE_WEIGHT; 0: unset (1)
-  bool high_priority = false;           // VGPU_PRIORITY=high
+  // CUDA_DEVICE_SM_LIMIT_<i>: visible device i's share, overriding the one
+  // above (0: no cap on that device); sorted by index.
+  std::vector<std::pair<int, uint32_t>> compute_share_by_index;
+  uint32_t compute_weight = 0;  // VGPU_COMPUTE_WEIGHT; 0: unset (1)
+  bool high_priority = false;   // VGPU_PRIORITY=high, CUDA_TASK_PRIORITY=0
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
   // The policy in force: explicit, else fixed with a share, weighted with a
   // weight or high priority, else native (memory isolation only).
+  // For the process: fixed when any device has a share.
   ComputePolicy EffectivePolicy() const;
+  // The share (permille, 0: none) and the policy on visible device i.
+  uint32_t ShareFor(int visible_index) const;
+  ComputePolicy EffectivePolicyFor(int visible_index) const;
   bool configured = false;               // any policy option set (else pure pass-through)
 
   // Limit for visible device i (kNoLimit if none). Fails closed: an index the
@@ -64,7 +71,8 @@ struct Config {
 
   // Checks the per-device settings against the number of devices the process
   // sees: a VGPU_DEVICE_MEMORY_LIMIT list must have exactly that many values,
-  // and CUDA_DEVICE_MEMORY_LIMIT_<i> must name one of them. False with a
+  // and CUDA_DEVICE_MEMORY_LIMIT_<i> / CUDA_DEVICE_SM_LIMIT_<i> must name one
+  // of them. False with a
   // one-line message otherwise.
   bool ValidateAgainstDeviceCount(int device_count, std::string* error) const;
 };

@@ -2,7 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -401,6 +409,54 @@ TEST_F(ConfigTest, SmLimitIsTheHamiAliasOfComputeShare) {
   EXPECT_FALSE(ErrorFor("VGPU_COMPUTE_SHARE", "0").empty());
 }
 
+// HAMi-core's per-device limit: CUDA_DEVICE_SM_LIMIT_<i> caps visible device
+// i and overrides CUDA_DEVICE_SM_LIMIT there; 0 or >= 100 uncaps that device.
+TEST_F(ConfigTest, PerDeviceSmLimitIsTheHamiAliasForOneDevice) {
+  env_ = {{"CUDA_DEVICE_SM_LIMIT", "50"}, {"CUDA_DEVICE_SM_LIMIT_1", "20"},
+          {"CUDA_DEVICE_SM_LIMIT_2", "0"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.configured);
+  EXPECT_EQ(cfg_.ShareFor(0), 500u);
+  EXPECT_EQ(cfg_.ShareFor(1), 200u);
+  EXPECT_EQ(cfg_.ShareFor(2), 0u);
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed);
+  EXPECT_EQ(cfg_.EffectivePolicyFor(1), Config::ComputePolicy::kFixed);
+  EXPECT_EQ(cfg_.EffectivePolicyFor(2), Config::ComputePolicy::kNative);
+  std::string error;
+  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(3, &error)) << error;
+  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(2, &error));
+  EXPECT_EQ(error,
+            "CUDA_DEVICE_SM_LIMIT_2 is set but the process sees only 2 devices (indices 0..1)");
+  // Alone, it caps only its device; the others are not scheduled.
+  env_ = {{"CUDA_DEVICE_SM_LIMIT_0", "30"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed);
+  EXPECT_EQ(cfg_.EffectivePolicyFor(0), Config::ComputePolicy::kFixed);
+  EXPECT_EQ(cfg_.EffectivePolicyFor(1), Config::ComputePolicy::kNative);
+  EXPECT_EQ(ErrorFor("CUDA_DEVICE_SM_LIMIT_0", "lots"),
+            "CUDA_DEVICE_SM_LIMIT_0='lots' is not a share: expected a percentage above 0 and at "
+            "most 100, e.g. 30");
+  EXPECT_TRUE(Contains(ErrorFor("CUDA_DEVICE_SM_LIMIT_x", "30"), "is not a per-device variable"));
+  EXPECT_TRUE(IsConfigVariable("CUDA_DEVICE_SM_LIMIT_3"));
+}
+
+// HAMi-core's CUDA_TASK_PRIORITY: 0 is high, 1 (its default) and above normal.
+TEST_F(ConfigTest, TaskPriorityIsTheHamiAliasOfPriority) {
+  for (const auto& [text, high] : std::map<std::string, bool>{{"0", true}, {"1", false}, {" 2 ", false}}) {
+    env_ = {{"CUDA_TASK_PRIORITY", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.high_priority, high) << text;
+  }
+  for (const char* bad : {"", "-1", "high", "1.5", "9999"}) {
+    EXPECT_EQ(ErrorFor("CUDA_TASK_PRIORITY", bad),
+              "CUDA_TASK_PRIORITY='" + std::string(bad) +
+                  "' is not a HAMi task priority: expected 0 (high) or 1 (normal)");
+  }
+  env_ = {{"VGPU_PRIORITY", "normal"}, {"CUDA_TASK_PRIORITY", "0"}};  // ours wins
+  LoadOk();
+  EXPECT_FALSE(cfg_.high_priority);
+}
+
 TEST_F(ConfigTest, ComputeWeight) {
   for (const auto& [text, weight] : std::map<std::string, uint32_t>{
            {"1", 1}, {"2", 2}, {" 7 ", 7}, {"1000", 1000}, {"0010", 10}}) {
@@ -657,7 +713,28 @@ TEST_F(ConfigTest, MissingOrEmptyConfigPath) {
             "VGPU_CONFIG='/nonexistent/vgpu.json' cannot be read: No such file or directory");
   EXPECT_TRUE(Contains(ErrorFor("VGPU_CONFIG", ""), "VGPU_CONFIG='' is empty"));
   env_ = {{"VGPU_CONFIG", ::testing::TempDir()}};  // a directory
-  EXPECT_TRUE(Contains(LoadError(), "cannot be read"));
+  EXPECT_TRUE(Contains(LoadError(), "is not a regular file"));
+}
+
+// A FIFO would block the open (and cuInit) until a writer came; a character
+// device would be read for ever. Only a regular file is a config file. The
+// load runs in a thread so that a regression fails the test instead of
+// hanging the suite.
+TEST_F(ConfigTest, ConfigPathThatIsNotARegularFileIsRefusedAtOnce) {
+  std::string fifo = ::testing::TempDir() + "vgpu_config_test_fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    env_ = {{"VGPU_CONFIG", path}};
+    auto loaded = std::async(std::launch::async, [this] { return Load(); });
+    if (loaded.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "loading VGPU_CONFIG=" << path << " blocks";
+      ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // lets the blocked open return
+    }
+    EXPECT_FALSE(loaded.get());
+    EXPECT_EQ(error_, "VGPU_CONFIG='" + path + "' is not a regular file");
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST_F(ConfigTest, OversizedJsonFile) {
@@ -749,11 +826,12 @@ TEST(ConfigOptionsTest, EveryOptionIsDocumented) {
 // What benchmarks and tests scrub from the caller's environment.
 TEST(ConfigVariables, OptionNamesAndHamiAliasesAreConfigVariables) {
   for (const char* yes : {"VGPU_COMPUTE_SHARE", "VGPU_VMM", "CUDA_DEVICE_SM_LIMIT",
-                          "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_3"}) {
+                          "CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_3",
+                          "CUDA_DEVICE_SM_LIMIT_0", "CUDA_TASK_PRIORITY"}) {
     EXPECT_TRUE(IsConfigVariable(yes)) << yes;
   }
   for (const char* no : {"PATH", "VGPU_SIM_NODE", "CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_MEMORY_LIMIT_x",
-                         "CUDA_DEVICE_SM_LIMIT_0", "VGPU_COMPUTE_SHARES"}) {
+                         "CUDA_DEVICE_SM_LIMIT_x", "VGPU_COMPUTE_SHARES"}) {
     EXPECT_FALSE(IsConfigVariable(no)) << no;
   }
 }
