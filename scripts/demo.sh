@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # vgpu demo on the simulated GPU node: installs the build dependencies if they
-# are missing (as root, from Debian), builds with the default preset, then
+# are missing (from Debian, through scripts/install_deps.sh: only that step uses
+# sudo, and only when not run as root), builds with the default preset, then
 # trains the SGD sample from C++ and from Python on the simulated node, plain
 # and under LD_PRELOAD=libvgpu.so, runs two jobs with their own quotas side by
 # side, and checkpoints a running job to disk and restores it (vgpuctl).
@@ -8,35 +9,13 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${ROOT}/build"
-APT_PACKAGES=(cmake ninja-build g++ libelf-dev libunwind-dev libzstd-dev
-  libspdlog-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev python3)
-
 if [[ -t 1 ]]; then BOLD=$'\033[1m' PLAIN=$'\033[0m'; else BOLD="" PLAIN=""; fi
 section() { printf '\n%s==> %s%s\n' "${BOLD}" "$*" "${PLAIN}"; }
 die() { printf 'demo.sh: error: %s\n' "$*" >&2; exit 1; }
 
-missing_packages() {
-  local p
-  for p in "${APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-      || printf '%s\n' "$p"
-  done
-}
-
 install_dependencies() {
   section "Dependencies"
-  local missing
-  mapfile -t missing < <(missing_packages)
-  if ((${#missing[@]} == 0)); then
-    echo "all installed"
-  elif ((EUID == 0)); then
-    echo "installing: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-  else
-    die "missing packages: ${missing[*]}
-  install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}"
-  fi
+  "${ROOT}/scripts/install_deps.sh" || die "the build dependencies could not be installed"
   [[ -x /usr/local/cuda/bin/nvcc ]] || command -v nvcc >/dev/null \
     || die "the CUDA toolkit (nvcc, cuda.h) is needed, e.g. in /usr/local/cuda"
 }
