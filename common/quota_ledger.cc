@@ -131,6 +131,12 @@ uint64_t SumUsed(LedgerRegion* region, int d) {
 
 enum class Attempt { kOk, kOver, kNeverFits };
 
+std::atomic<QuotaLedger::StepHook> g_step_hook{nullptr};
+
+void StepHookPoint(int d, uint64_t bytes) {
+  if (QuotaLedger::StepHook hook = g_step_hook.load(std::memory_order_relaxed)) hook(d, bytes);
+}
+
 // Why add-then-sum never overshoots: every step below is seq_cst, so all of
 // them sit in one total order S. Take any two reservations A and B that both
 // succeed and are held at the same time, and say A's add comes first in S.
@@ -153,6 +159,7 @@ Attempt AddThenCheck(LedgerRegion* region, LedgerSlot* self, int d, uint64_t byt
     if (limit == kUnlimited && cur > UINT64_MAX - bytes) return Attempt::kNeverFits;
   } while (!mine.compare_exchange_weak(cur, cur + bytes, std::memory_order_seq_cst));
   if (limit == kUnlimited) return Attempt::kOk;  // counted for Used(), nothing to check
+  StepHookPoint(d, bytes);
   if (SumUsed(region, d) <= limit) return Attempt::kOk;
   SubClamped(mine, bytes);
   return Attempt::kOver;
@@ -339,6 +346,8 @@ bool QuotaLedger::TryReserve(int d, uint64_t bytes) {
   }
   return false;
 }
+
+void QuotaLedger::SetStepHookForTest(StepHook hook) { g_step_hook.store(hook); }
 
 void QuotaLedger::Release(int d, uint64_t bytes) {
   if (d < 0 || d >= kLedgerDevices || bytes == 0) return;

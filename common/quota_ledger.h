@@ -82,6 +82,12 @@ class QuotaLedger {
   // The shm name used for a group (for tools and docs).
   static std::string ShmName(const std::string& group);
 
+  // Test seam: called between the two halves of every reservation step (after
+  // the own-slot add, before the group sum), so a test can run a competing
+  // reservation exactly there. Null (the default) in the product.
+  using StepHook = void (*)(int device, uint64_t bytes);
+  static void SetStepHookForTest(StepHook hook);
+
  private:
   QuotaLedger() = default;
   LedgerSlot* Self();  // claims a slot on first use in this process

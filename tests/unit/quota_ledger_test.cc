@@ -695,3 +695,60 @@ TEST(QuotaMemoryViewTest, FreeIsTheLesserOfQuotaAndDevice) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+// A scripted interleaving instead of a race that may or may not happen: a
+// second reservation runs exactly between the two halves of the first one's
+// step. Add-then-sum makes the later of the two see both and back out; a
+// check-then-add regression lets both pass the check and overshoot, and fails
+// here on every run.
+struct Interleaving {
+  QuotaLedger* ledger = nullptr;
+  uint64_t competing_bytes = 0;
+  int hook_calls = 0;
+  bool nested = false;
+  bool competing_ok = false;
+};
+Interleaving g_interleaving;
+
+void RunCompetingReservation(int device, uint64_t /*bytes*/) {
+  Interleaving& s = g_interleaving;
+  ++s.hook_calls;
+  if (s.nested) return;
+  s.nested = true;
+  s.competing_ok = s.ledger->TryReserve(device, s.competing_bytes);
+  s.nested = false;
+}
+
+TEST(QuotaLedgerInterleavingTest, ReservationInsideAnotherNeverOvershoots) {
+  ScopedGroup group("interleave");
+  auto ledger = MustOpen(group.name(), {64 * kMiB});
+  ASSERT_NE(ledger, nullptr);
+  for (uint64_t competing : {40 * kMiB, 24 * kMiB, 25 * kMiB}) {
+    g_interleaving = Interleaving{ledger.get(), competing};
+    QuotaLedger::SetStepHookForTest(RunCompetingReservation);
+    bool first_ok = ledger->TryReserve(0, 40 * kMiB);
+    QuotaLedger::SetStepHookForTest(nullptr);
+    const Interleaving& s = g_interleaving;
+    EXPECT_GE(s.hook_calls, 1) << "the step hook is never reached";
+    uint64_t held = (first_ok ? 40 * kMiB : 0) + (s.competing_ok ? competing : 0);
+    EXPECT_EQ(ledger->Used(0), held) << competing / kMiB << " MiB inside 40 MiB";
+    EXPECT_LE(ledger->Used(0), 64 * kMiB) << competing / kMiB << " MiB inside 40 MiB";
+    // Both fit only if together they do; otherwise exactly one gets through
+    // (the outer one: it added first, so the inner one's sum saw it).
+    if (40 * kMiB + competing <= 64 * kMiB) {
+      EXPECT_TRUE(first_ok && s.competing_ok) << competing / kMiB;
+    } else {
+      EXPECT_TRUE(first_ok) << competing / kMiB;
+      EXPECT_FALSE(s.competing_ok) << competing / kMiB;
+    }
+    if (first_ok) ledger->Release(0, 40 * kMiB);
+    if (s.competing_ok) ledger->Release(0, competing);
+    EXPECT_EQ(ledger->Used(0), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace vgpu
