@@ -1,0 +1,25 @@
+# Runs a command and checks both its exit status and its output, for tests
+# where the exit status alone could come from the wrong failure:
+#   cmake -DEXIT=<code> -DMATCH=<regex> -P expect_run.cmake -- <command> [args...]
+# stdout and stderr are checked together; the test fails with both printed.
+set(cmd "")
+set(after_sep FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(after_sep)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(after_sep TRUE)
+  endif()
+endforeach()
+if(NOT cmd)
+  message(FATAL_ERROR "expect_run: no command after --")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(text "${out}${err}")
+if(NOT rc STREQUAL "${EXIT}")
+  message(FATAL_ERROR "expect_run: exit status ${rc}, expected ${EXIT}\n--- output:\n${text}")
+endif()
+if(NOT text MATCHES "${MATCH}")
+  message(FATAL_ERROR "expect_run: output does not match '${MATCH}'\n--- output:\n${text}")
+endif()
