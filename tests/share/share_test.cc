@@ -80,15 +80,19 @@ class ShareTest : public ::testing::Test {
     return node_region_;
   }
 
-  uint64_t Busy(pid_t pid) {
+  // Engine time of `pid` on physical device `device`.
+  uint64_t Busy(pid_t pid, int device = 0) {
     for (auto& s : Node()->header()->processes) {
-      if (s.pid.load() == pid) return s.busy_ns[0].load();
+      if (s.pid.load() == pid) return s.busy_ns[device].load();
     }
     return 0;
   }
 
-  // Engine share of each pid over the next `seconds`.
-  std::map<pid_t, double> Shares(const std::vector<pid_t>& pids, double seconds) {
+  // Engine share of each pid over the next `seconds` (on physical device
+  // devices[pid], 0 if not given).
+  std::map<pid_t, double> Shares(const std::vector<pid_t>& pids, double seconds,
+                                 std::map<pid_t, int> devices = {}) {
+    auto Busy = [&](pid_t p) { return this->Busy(p, devices.count(p) != 0 ? devices[p] : 0); };
     std::map<pid_t, uint64_t> b0;
     for (pid_t p : pids) b0[p] = Busy(p);
     uint64_t t0 = NowNs();
@@ -152,6 +156,23 @@ TEST_F(ShareTest, LoneCappedTenantStaysAtItsCap) {
   WaitUntilAllRun({a});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_NEAR(Shares({a}, 3.0)[a], 50, 4) << trace_;
+}
+
+// HAMi-core's per-device form: CUDA_DEVICE_SM_LIMIT_<i> caps visible device i
+// (here physical 1) and overrides CUDA_DEVICE_SM_LIMIT there; 0 uncaps it.
+TEST_F(ShareTest, PerDeviceSmLimitCapsItsOwnDevice) {
+  const std::string two = "VGPU_SIM_DEVICES=2x1GiB";
+  pid_t capped = Spawn({two, "VGPU_VISIBLE_DEVICES=1", "CUDA_DEVICE_SM_LIMIT=80",
+                        "CUDA_DEVICE_SM_LIMIT_0=30", "VGPU_GROUP=a"}, 5, 1000);
+  pid_t free = Spawn({two, "VGPU_VISIBLE_DEVICES=0", "CUDA_DEVICE_SM_LIMIT=30",
+                      "CUDA_DEVICE_SM_LIMIT_0=0", "VGPU_GROUP=b"}, 5, 1000);
+  for (int i = 0; i < 300 && (Node() == nullptr || Busy(capped, 1) == 0 || Busy(free, 0) == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto s = Shares({capped, free}, 3.0, {{capped, 1}, {free, 0}});
+  EXPECT_NEAR(s[capped], 30, 5) << trace_;
+  EXPECT_GT(s[free], 85) << "an uncapped device is not scheduled";
 }
 
 TEST_F(ShareTest, WeightsSplitTheDevice) {
