@@ -139,7 +139,9 @@ CUresult CUDAAPI vgpu_hook_cuGetProcAddress(const char* symbol, void** pfn, int 
 // dlsym is overridden narrowly: only names we hook, and only when the real
 // lookup resolved them inside libcuda / libnvidia-ml. Everything else is
 // libc's answer untouched.
-extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) {
+// Not instrumented, for the reason given at RealDlsym.
+extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefined"))) void* dlsym(
+    void* handle, const char* name) {
   // glibc declares `name` nonnull, so the compiler would drop a plain check;
   // an application passing NULL gets NULL, not a crash in our code.
   const char* checked = name;

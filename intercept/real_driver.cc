@@ -13,7 +13,10 @@ namespace {
 
 using DlsymFn = void* (*)(void*, const char*);
 
-DlsymFn LibcDlsym() {
+// Not instrumented: under ASan, the runtime's own start-up resolves functions
+// through dlsym (ours, when libvgpu is preloaded after it) before shadow
+// memory exists, so these must not touch it.
+__attribute__((no_sanitize("address", "undefined"))) DlsymFn LibcDlsym() {
   // dlvsym is not overridden, so it reaches libc's dlsym under any of its versions.
   static DlsymFn fn = [] {
     auto f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
@@ -55,7 +58,8 @@ RealNvml* LoadNvml() {
 
 }  // namespace
 
-void* RealDlsym(void* handle, const char* name) {
+__attribute__((no_sanitize("address", "undefined"))) void* RealDlsym(void* handle,
+                                                                      const char* name) {
   DlsymFn f = LibcDlsym();
   return f != nullptr ? f(handle, name) : nullptr;
 }
