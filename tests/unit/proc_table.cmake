@@ -45,6 +45,13 @@ add_test(NAME gen_proc_table_rules
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gen_proc_table_test.py
                  ${VGPU_PROC_TEST_GENERATOR})
 
+# The CUresult name table's generator (sim/tools/gen_error_table.py) creates
+# its output directory: a fresh -j2 build may run it first.
+add_test(NAME gen_error_table_creates_output_dir
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gen_error_table_test.py
+                 ${PROJECT_SOURCE_DIR}/sim/tools/gen_error_table.py ${CUDAToolkit_INCLUDE_DIRS}/cuda.h)
+set_tests_properties(gen_error_table_creates_output_dir PROPERTIES LABELS unit)
+
 # Every driver entry point the toolkit's cudart asks for must be in the table.
 find_library(VGPU_CUDART_LIB NAMES cudart PATHS ${CUDAToolkit_LIBRARY_DIR} NO_DEFAULT_PATH)
 if(VGPU_CUDART_LIB)
