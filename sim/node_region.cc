@@ -297,23 +297,24 @@ uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
   return start;
 }
 
-uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns) {
+uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns, uint64_t end_ns) {
   DeviceState& dev = device(d);
-  uint64_t now = NowNs();
-  uint64_t busy = dev.busy_ns.fetch_add(now - started_ns) + (now - started_ns);
+  uint64_t ran = end_ns - started_ns;
+  uint64_t busy = dev.busy_ns.fetch_add(ran) + ran;
   dev.running_since_ns.store(0, std::memory_order_relaxed);
-  dev.last_release_ns.store(now, std::memory_order_relaxed);
+  dev.last_release_ns.store(end_ns, std::memory_order_relaxed);
   dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
-  if (self_ != nullptr) self_->busy_ns[d].fetch_add(now - started_ns, std::memory_order_relaxed);
+  if (self_ != nullptr) self_->busy_ns[d].fetch_add(ran, std::memory_order_relaxed);
   uint32_t last = dev.util_next.load() % kUtilSamples;
   uint32_t prev = (last + kUtilSamples - 1) % kUtilSamples;
-  if (now - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {
-    dev.util[last].wall_ns.store(now, std::memory_order_relaxed);
+  // Sampled at the modelled end, where `busy` is exact.
+  if (end_ns - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {
+    dev.util[last].wall_ns.store(end_ns, std::memory_order_relaxed);
     dev.util[last].busy_ns.store(busy, std::memory_order_relaxed);
     dev.util_next.fetch_add(1);
   }
   pthread_mutex_unlock(&dev.engine);
-  return now;
+  return end_ns;
 }
 
 double NodeRegion::Utilization(int d, uint64_t window_ns) const {

@@ -39,7 +39,7 @@ struct DeviceState {
   std::atomic<uint64_t> busy_ns;              // total engine busy time of finished kernels
   std::atomic<uint64_t> running_since_ns;     // start of the kernel on the engine, 0 when idle
   std::atomic<uint64_t> kernels_run;
-  std::atomic<uint64_t> last_release_ns;     // end of the last kernel
+  std::atomic<uint64_t> last_release_ns;      // modelled end of the last kernel
   std::atomic<uint32_t> util_next;            // ring of (wall, busy) samples for NVML utilization
   UtilSample util[kUtilSamples];
 };
@@ -92,10 +92,14 @@ class NodeRegion {
 
   // Engine: held by a stream worker for the duration of one kernel.
   // Takes the engine for a kernel that could have started at ready_ns; returns
-  // its start: not before the engine was last released, not after now.
+  // its start: not before the previous kernel's end, not after now.
   uint64_t EngineAcquire(int d, uint64_t ready_ns);
-  // Returns the end time.
-  uint64_t EngineRelease(int d, uint64_t started_ns);
+  // Ends the kernel that started at started_ns at its modelled end end_ns
+  // (>= started_ns), which is what the engine records, whenever the host
+  // thread gets here: a late wake-up is not device time, and the next kernel
+  // starts at end_ns. The caller releases no earlier than end_ns, so that no
+  // one sees the kernel done before the device would be. Returns end_ns.
+  uint64_t EngineRelease(int d, uint64_t started_ns, uint64_t end_ns);
 
   // Busy fraction of device d over roughly the last window_ns (0..1).
   double Utilization(int d, uint64_t window_ns) const;

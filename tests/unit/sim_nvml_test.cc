@@ -376,19 +376,19 @@ TEST_F(SimNvml, EngineStartsQueuedWorkWhenReleased) {
   NodeRegion* node = OpenAsCuda();
   ASSERT_NE(node, nullptr);
   uint64_t s1 = node->EngineAcquire(0, NowNs());
-  uint64_t released = node->EngineRelease(0, s1);
+  uint64_t released = node->EngineRelease(0, s1, NowNs());
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_EQ(node->EngineAcquire(0, released - 1'000'000), released);  // queued earlier
-  uint64_t after = node->EngineRelease(0, released);
+  uint64_t after = node->EngineRelease(0, released, NowNs());
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   uint64_t ready = after + 1'000'000;  // queued 1 ms after the engine went idle
   EXPECT_EQ(node->EngineAcquire(0, ready), ready);
-  node->EngineRelease(0, ready);
+  node->EngineRelease(0, ready, NowNs());
   uint64_t before = NowNs();
   uint64_t start = node->EngineAcquire(0, NowNs() + 1'000'000'000);  // never in the future
   EXPECT_GE(start, before);
   EXPECT_LE(start, NowNs());
-  node->EngineRelease(0, start);
+  node->EngineRelease(0, start, NowNs());
 }
 
 TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
@@ -405,7 +405,7 @@ TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   EXPECT_LE(u.gpu, 100u);
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(1), &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
-  node->EngineRelease(0, started);
+  node->EngineRelease(0, started, NowNs());
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
   EXPECT_LE(u.gpu, 100u);
   EXPECT_EQ(u.memory, 0u);
