@@ -302,9 +302,58 @@ void OverheadScenario(Harness& h) {
                     loss <= 1 ? "PASS" : "FAIL"));
 }
 
+// Scenario 9: timing fidelity of the simulated node itself. Nominal work is
+// kernels finished x their modelled duration; the engine's recorded busy time
+// should equal it (a late host wake-up is not kernel time), and a saturating
+// launcher should keep the engine busy back to back. Sleep kernels of 100,
+// 500 and 2000 us, one tenant without libvgpu; then two tenants capped 30/70.
+void FidelityScenario(Harness& h) {
+  const Options& opt = h.options();
+  const std::string scen = "fidelity";
+  std::printf("\n== %s: nominal vs engine-recorded kernel time, %.0f s each after %.1f s warm-up ==\n",
+              scen.c_str(), opt.seconds, opt.warmup);
+  FILE* f = h.OpenCsv("share_" + scen + ".csv");
+  if (f != nullptr) {
+    std::fprintf(f, "run,kernel_us,kernels,recorded_per_kernel_us,recorded_over_nominal,"
+                    "nominal_work_per_wall_s_pct,engine_busy_pct\n");
+  }
+  auto measure = [&](const char* name, const std::vector<TenantSpec>& ts, uint64_t kernel_us) {
+    RunResult r = h.RunTenants(scen, ts, opt.warmup + opt.seconds);
+    if (!r.ok) return;
+    size_t a = At(r, r.go + static_cast<uint64_t>(opt.warmup * 1e9)), b = r.samples.size() - 1;
+    double kernels = static_cast<double>(r.samples[b].kernels - r.samples[a].kernels);
+    double wall = static_cast<double>(r.samples[b].t - r.samples[a].t);
+    double recorded = static_cast<double>(r.samples[b].engine - r.samples[a].engine);
+    double nominal = kernels * static_cast<double>(kernel_us) * 1e3;
+    double per_kernel = kernels > 0 ? recorded / kernels / 1e3 : 0;
+    std::printf("  %-14s %5llu us kernels: %7.0f done, engine records %8.1f us each (%.3fx nominal);"
+                " nominal work %.2f%% of wall time, engine busy %.2f%%\n",
+                name, static_cast<unsigned long long>(kernel_us), kernels, per_kernel,
+                nominal > 0 ? recorded / nominal : 0, 100 * nominal / wall, 100 * recorded / wall);
+    if (f != nullptr) {
+      std::fprintf(f, "%s,%llu,%.0f,%.2f,%.4f,%.3f,%.3f\n", name,
+                   static_cast<unsigned long long>(kernel_us), kernels, per_kernel,
+                   nominal > 0 ? recorded / nominal : 0, 100 * nominal / wall, 100 * recorded / wall);
+    }
+    Summary(scen, Fmt("%s %llu us: recorded/nominal %.3f, nominal work %.2f%% of wall", name,
+                      static_cast<unsigned long long>(kernel_us), nominal > 0 ? recorded / nominal : 0,
+                      100 * nominal / wall));
+  };
+  for (uint64_t us : {100, 500, 2000}) {
+    TenantSpec t = Sat("direct", {}, -1);
+    t.preload = false;
+    t.kernel_ns = us * 1000;
+    measure("one-direct", {t}, us);
+  }
+  measure("caps-30-70", {Sat("c30", {"VGPU_COMPUTE_SHARE=30"}, 0.3),
+                         Sat("c70", {"VGPU_COMPUTE_SHARE=70"}, 0.7)}, opt.kernel_us);
+  if (f != nullptr) std::fclose(f);
+}
+
 const std::vector<std::string> kScenarios = {"caps-30-70", "weights-1-2", "weights-1-3-6",
                                              "weights-10-90", "caps-10-90", "cap-50",
-                                             "conserve-1-3-6", "priority", "overhead"};
+                                             "conserve-1-3-6", "priority", "overhead",
+                                             "fidelity"};
 
 void RunScenario(Harness& h, const std::string& s) {
   if (s == "caps-30-70") {
@@ -326,6 +375,8 @@ void RunScenario(Harness& h, const std::string& s) {
     PriorityScenario(h);
   } else if (s == "overhead") {
     OverheadScenario(h);
+  } else if (s == "fidelity") {
+    FidelityScenario(h);
   }
 }
 

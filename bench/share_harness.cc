@@ -310,6 +310,7 @@ RunResult Harness::RunTenants(const std::string& tag, const std::vector<TenantSp
         s.engine += s.t - running;
       }
       (void)t;
+      s.kernels = dev.kernels_run.load();
       for (auto* p : slots) s.busy.push_back(p->busy_ns[0].load());
       return s;
     };

@@ -68,6 +68,7 @@ struct TenantSpec {
 struct Sample {
   uint64_t t;
   uint64_t engine;              // device busy, exact to t
+  uint64_t kernels;             // kernels the device finished
   std::vector<uint64_t> busy;   // per tenant, finished kernels
 };
 

@@ -24,12 +24,6 @@ constexpr size_t kProcTableSize = sizeof(kProcTable) / sizeof(kProcTable[0]);
 constexpr cuuint64_t kKnownFlags =
     CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
-// Returned for entry points the sim knows but does not implement, so that
-// clients which resolve everything up front (cudart) start, and fail clearly
-// only when they call what the sim lacks. Callers pass their real arguments;
-// a callee that ignores them is harmless under the x86-64 SysV convention.
-CUresult CUDAAPI NotSupportedStub() { return CUDA_ERROR_NOT_SUPPORTED; }
-
 // Shared by both versions. The real driver answers an unknown name or a too
 // old version with CUDA_ERROR_NOT_FOUND (and the status saying which), though
 // the 12.x/13.x header text says CUDA_SUCCESS with a NULL pointer; programs
@@ -46,7 +40,10 @@ CUresult GetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint
   ProcLookup found = LookupProc(kProcTable, kProcTableSize, symbol, cuda_version, per_thread);
   if (status != nullptr) *status = found.status;
   if (found.entry == nullptr) return CUDA_ERROR_NOT_FOUND;
-  *pfn = found.entry->fn != nullptr ? found.entry->fn : reinterpret_cast<void*>(&NotSupportedStub);
+  // An entry point the sim lacks yields its exported stub, which returns
+  // CUDA_ERROR_NOT_SUPPORTED, so that clients which resolve everything up
+  // front (cudart) start and fail clearly only when they call it.
+  *pfn = found.entry->fn;
   return CUDA_SUCCESS;
 }
 

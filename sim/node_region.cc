@@ -21,6 +21,9 @@ namespace vgpu::sim {
 namespace {
 
 constexpr uint64_t kUtilSampleSpacingNs = 10'000'000;  // 10 ms
+// 16 samples 100 ms apart: at least the last 1.5 s of a busy process, the
+// windows NVML clients ask for (HAMi-core: 1 s; nvidia-smi pmon: 1 s).
+constexpr uint64_t kProcUtilSpacingNs = 100'000'000;
 
 uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -194,6 +197,11 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
         slot.start_time.store(start);
         for (auto& u : slot.used_bytes) u.store(0);
         for (auto& b : slot.busy_ns) b.store(0);
+        for (auto& e : slot.last_end_ns) e.store(0);
+        for (auto& n : slot.util_next) n.store(0);
+        for (auto& ring : slot.util) {
+          for (auto& u : ring) u.wall_ns.store(0), u.busy_ns.store(0);
+        }
         slot.context_mask.store(0);
         slot.image_id.store(ProcessImageId());
         slot.pid.store(pid, std::memory_order_release);
@@ -204,6 +212,44 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
     }
   }
   return false;
+}
+
+// Appends (kernel start, busy before it) to the slot's ring for device d
+// unless the newest sample is under kProcUtilSpacingNs old. Called under the
+// engine mutex, so one writer per (slot, device). The wall time is cleared
+// first and set last, so a reader that sees the same non-zero wall time
+// before and after reading busy has a consistent pair.
+void RecordProcessSample(ProcessSlot* slot, int d, uint64_t start_ns, uint64_t busy_before) {
+  uint32_t next = slot->util_next[d].load();
+  if (next > 0) {
+    uint64_t prev = slot->util[d][(next - 1) % kProcUtilSamples].wall_ns.load();
+    if (prev != 0 && start_ns - prev < kProcUtilSpacingNs) return;
+  }
+  UtilSample& s = slot->util[d][next % kProcUtilSamples];
+  s.wall_ns.store(0);
+  s.busy_ns.store(busy_before);
+  s.wall_ns.store(start_ns);
+  slot->util_next[d].store(next + 1);
+}
+
+// The slot's busy count at the start of the window (since_ns, now]: the
+// newest sample at or before since_ns; before the first sample the process
+// had no engine time at all, so while the ring has not wrapped a window that
+// starts earlier counts from since_ns with zero. since_ns 0 (or older than
+// the ring) falls back to the oldest sample.
+UtilSample::Value WindowBase(const ProcessSlot& slot, int d, uint64_t since_ns, uint64_t now) {
+  UtilSample::Value best{0, 0}, oldest{UINT64_MAX, 0};
+  for (const UtilSample& s : slot.util[d]) {
+    uint64_t w = s.wall_ns.load();
+    uint64_t b = s.busy_ns.load();
+    if (w == 0 || w > now || s.wall_ns.load() != w) continue;
+    if (w <= since_ns && w > best.wall_ns) best = {w, b};
+    if (w < oldest.wall_ns) oldest = {w, b};
+  }
+  if (best.wall_ns != 0) return best;
+  bool wrapped = slot.util_next[d].load() > kProcUtilSamples;
+  if (since_ns != 0 && !wrapped) return {since_ns, 0};
+  return oldest.wall_ns == UINT64_MAX ? UtilSample::Value{now, 0} : oldest;
 }
 
 }  // namespace
@@ -293,27 +339,35 @@ uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
     pthread_mutex_consistent(&dev.engine);
     start = now;
   }
+  int32_t pid = self_ != nullptr ? self_->pid.load(std::memory_order_relaxed) : 0;
+  dev.running_pid.store(pid, std::memory_order_relaxed);
   dev.running_since_ns.store(start, std::memory_order_relaxed);
   return start;
 }
 
-uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns) {
+uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns, uint64_t end_ns) {
   DeviceState& dev = device(d);
-  uint64_t now = NowNs();
-  uint64_t busy = dev.busy_ns.fetch_add(now - started_ns) + (now - started_ns);
+  uint64_t ran = end_ns - started_ns;
+  uint64_t busy = dev.busy_ns.fetch_add(ran) + ran;
   dev.running_since_ns.store(0, std::memory_order_relaxed);
-  dev.last_release_ns.store(now, std::memory_order_relaxed);
+  dev.running_pid.store(0, std::memory_order_relaxed);
+  dev.last_release_ns.store(end_ns, std::memory_order_relaxed);
   dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
-  if (self_ != nullptr) self_->busy_ns[d].fetch_add(now - started_ns, std::memory_order_relaxed);
+  if (self_ != nullptr) {
+    uint64_t before = self_->busy_ns[d].fetch_add(ran, std::memory_order_relaxed);
+    RecordProcessSample(self_, d, started_ns, before);
+    self_->last_end_ns[d].store(end_ns, std::memory_order_relaxed);
+  }
   uint32_t last = dev.util_next.load() % kUtilSamples;
   uint32_t prev = (last + kUtilSamples - 1) % kUtilSamples;
-  if (now - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {
-    dev.util[last].wall_ns.store(now, std::memory_order_relaxed);
+  // Sampled at the modelled end, where `busy` is exact.
+  if (end_ns - dev.util[prev].wall_ns.load(std::memory_order_relaxed) >= kUtilSampleSpacingNs) {
+    dev.util[last].wall_ns.store(end_ns, std::memory_order_relaxed);
     dev.util[last].busy_ns.store(busy, std::memory_order_relaxed);
     dev.util_next.fetch_add(1);
   }
   pthread_mutex_unlock(&dev.engine);
-  return now;
+  return end_ns;
 }
 
 double NodeRegion::Utilization(int d, uint64_t window_ns) const {
@@ -340,6 +394,42 @@ double NodeRegion::Utilization(int d, uint64_t window_ns) const {
   }
   if (now <= best_wall || busy_now < best_busy) return 0.0;
   return std::min(1.0, static_cast<double>(busy_now - best_busy) / (now - best_wall));
+}
+
+int NodeRegion::ProcessUtilization(int d, uint64_t since_ns, uint64_t now, ProcessBusy* out,
+                                   int max) const {
+  const DeviceState& dev = device(d);
+  int32_t running_pid = dev.running_pid.load();
+  uint64_t running_since = dev.running_since_ns.load();
+  int n = 0;
+  for (const ProcessSlot& slot : header_->processes) {
+    int32_t pid = slot.pid.load(std::memory_order_acquire);
+    if (pid <= 0) continue;
+    uint64_t busy = slot.busy_ns[d].load();
+    uint64_t last = slot.last_end_ns[d].load();
+    if (pid == running_pid && running_since != 0 && running_since < now) {
+      busy += now - running_since;  // its kernel on the engine counts so far
+      last = now;
+    }
+    if (last == 0 || last <= since_ns) continue;
+    UtilSample::Value base = WindowBase(slot, d, since_ns, now);
+    uint64_t in_window = busy > base.busy_ns ? busy - base.busy_ns : 0;
+    // Never busier than the window: a first kernel still running has no
+    // sample yet, so its window is its run so far.
+    ProcessBusy use{pid, in_window, std::max(now - base.wall_ns, in_window), last};
+    if (use.window_ns == 0) continue;
+    int i = 0;
+    while (i < n && out[i].pid != pid) ++i;  // one pid may hold several slots (exec)
+    if (i == n) {
+      if (n == max) break;
+      out[n++] = use;
+      continue;
+    }
+    out[i].busy_ns += use.busy_ns;
+    out[i].window_ns = std::max(out[i].window_ns, use.window_ns);
+    out[i].last_active_ns = std::max(out[i].last_active_ns, use.last_active_ns);
+  }
+  return n;
 }
 
 uint64_t NodeRegion::ReapDead() {

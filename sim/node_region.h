@@ -18,12 +18,16 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 4;
+inline constexpr uint32_t kNodeVersion = 5;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 256;
 inline constexpr int kUtilSamples = 64;
+inline constexpr int kProcUtilSamples = 16;
 
 struct UtilSample {
+  struct Value {
+    uint64_t wall_ns, busy_ns;
+  };
   std::atomic<uint64_t> wall_ns;
   std::atomic<uint64_t> busy_ns;
 };
@@ -35,17 +39,18 @@ struct DeviceState {
   uint8_t uuid[16];
   char name[96];
   std::atomic<uint64_t> used_bytes;
-  pthread_mutex_t engine;                     // robust, process-shared; held while a kernel runs
-  std::atomic<uint64_t> busy_ns;              // total engine busy time of finished kernels
-  std::atomic<uint64_t> running_since_ns;     // start of the kernel on the engine, 0 when idle
+  pthread_mutex_t engine;                  // robust, process-shared; held while a kernel runs
+  std::atomic<uint64_t> busy_ns;           // total engine busy time of finished kernels
+  std::atomic<uint64_t> running_since_ns;  // start of the kernel on the engine, 0 when idle
+  std::atomic<int32_t> running_pid;        // whose kernel that is (0: idle or unknown)
   std::atomic<uint64_t> kernels_run;
-  std::atomic<uint64_t> last_release_ns;     // end of the last kernel
-  std::atomic<uint32_t> util_next;            // ring of (wall, busy) samples for NVML utilization
+  std::atomic<uint64_t> last_release_ns;  // modelled end of the last kernel
+  std::atomic<uint32_t> util_next;        // ring of (wall, busy) samples for NVML utilization
   UtilSample util[kUtilSamples];
 };
 
 struct ProcessSlot {
-  std::atomic<int32_t> pid;        // 0: free
+  std::atomic<int32_t> pid;          // 0: free
   std::atomic<uint64_t> start_time;  // /proc/<pid>/stat field 22, guards against pid reuse
   std::atomic<uint64_t> used_bytes[kMaxDevices];
   std::atomic<uint32_t> context_mask;  // bit d: the process has a context on device d
@@ -53,6 +58,21 @@ struct ProcessSlot {
   // GPU's own per-process accounting (ground truth for compute-share tests).
   std::atomic<uint64_t> busy_ns[kMaxDevices];
   std::atomic<uint64_t> image_id;  // ProcessImageId(): a pre-exec image's slot is freed
+  // Per-process utilization history (nvmlDeviceGetProcessUtilization): the
+  // modelled end of its last kernel on each device, and per device a ring of
+  // (kernel start, busy_ns before that kernel) samples at least 100 ms apart,
+  // so the busy time over a recent window can be read back.
+  std::atomic<uint64_t> last_end_ns[kMaxDevices];
+  std::atomic<uint32_t> util_next[kMaxDevices];
+  UtilSample util[kMaxDevices][kProcUtilSamples];
+};
+
+// One process's engine time on a device over a window ending now.
+struct ProcessBusy {
+  int32_t pid;
+  uint64_t busy_ns;         // engine time of its kernels in the window
+  uint64_t window_ns;       // the window's length
+  uint64_t last_active_ns;  // end of its last kernel (now while one runs)
 };
 
 struct NodeHeader {
@@ -92,13 +112,23 @@ class NodeRegion {
 
   // Engine: held by a stream worker for the duration of one kernel.
   // Takes the engine for a kernel that could have started at ready_ns; returns
-  // its start: not before the engine was last released, not after now.
+  // its start: not before the previous kernel's end, not after now.
   uint64_t EngineAcquire(int d, uint64_t ready_ns);
-  // Returns the end time.
-  uint64_t EngineRelease(int d, uint64_t started_ns);
+  // Ends the kernel that started at started_ns at its modelled end end_ns
+  // (>= started_ns), which is what the engine records, whenever the host
+  // thread gets here: a late wake-up is not device time, and the next kernel
+  // starts at end_ns. The caller releases no earlier than end_ns, so that no
+  // one sees the kernel done before the device would be. Returns end_ns.
+  uint64_t EngineRelease(int d, uint64_t started_ns, uint64_t end_ns);
 
   // Busy fraction of device d over roughly the last window_ns (0..1).
   double Utilization(int d, uint64_t window_ns) const;
+
+  // The processes active on device d after since_ns (0: as far back as the
+  // history goes), one entry per pid, with their engine time over a window
+  // from since_ns (or the nearest history sample before it) to now. Returns
+  // the count written to out (at most max).
+  int ProcessUtilization(int d, uint64_t since_ns, uint64_t now, ProcessBusy* out, int max) const;
 
   // Frees usage of processes that died without cleaning up. Returns bytes freed.
   uint64_t ReapDead();

@@ -20,7 +20,9 @@ struct ProcEntry {
   int version;         // ABI version that introduced this entry, e.g. 3020
   uint8_t variant;     // ProcVariant
   const char* symbol;  // exported symbol, e.g. "cuMemAlloc_v2"
-  void* fn;            // the sim's implementation; nullptr if the sim lacks it
+  // The sim's implementation, or the exported NOT_SUPPORTED stub that stands
+  // for an entry point it lacks (nullptr for those in a test's copy).
+  void* fn;
 };
 
 struct ProcLookup {

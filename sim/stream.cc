@@ -234,11 +234,19 @@ void Stream::ExecuteKernel(Op& op) {
   }
   NodeRegion& node = Node();
   uint64_t start = node.EngineAcquire(ctx_->device, ready_ns_);
+  uint64_t host_start = NowNs();
   uint64_t device_ns = 0;
   CUresult r = vgpu::sim::ExecuteKernel(op.fn, reinterpret_cast<CUcontext>(ctx_), op.dims,
                                         op.params, &device_ns);
-  if (device_ns > 0) SleepUntil(start + device_ns);
-  last_end_ns_ = node.EngineRelease(ctx_->device, start);
+  // The kernel ends at its modelled time, or after the host time its
+  // implementation took when it models none. This thread's own lateness in
+  // waking up is not device time: the engine records the modelled end and the
+  // next kernel starts there, back to back as on a GPU. The thread still
+  // waits for that end, so completion is never reported before it.
+  if (device_ns == 0) device_ns = NowNs() - host_start;
+  uint64_t end = start + device_ns;
+  SleepUntil(end);
+  last_end_ns_ = node.EngineRelease(ctx_->device, start, end);
   // Only a fault poisons the context, as on a GPU; a launch whose module was
   // unloaded meanwhile just does nothing.
   if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED) {

@@ -121,6 +121,18 @@ typedef struct nvmlProcessInfo_v2_st {
   unsigned int computeInstanceId;  // 0xFFFFFFFF without MIG
 } nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
 
+// One process's utilization (nvmlDeviceGetProcessUtilization): percentages
+// over the sample period ending at timeStamp (CPU time, microseconds since
+// the epoch).
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 typedef enum nvmlBrandType_enum {
   NVML_BRAND_UNKNOWN = 0,
   NVML_BRAND_QUADRO = 1,
@@ -198,6 +210,10 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsig
                                                       nvmlProcessInfo_v2_t* infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                       nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp);
 
 }  // extern "C"
 
@@ -211,4 +227,7 @@ static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
 static_assert(sizeof(nvmlProcessInfo_v2_t) == 24 &&
               offsetof(nvmlProcessInfo_v2_t, gpuInstanceId) == 16);
 static_assert(sizeof(nvmlUtilization_t) == 8);
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32 &&
+              offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8 &&
+              offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16);
 static_assert(sizeof(nvmlBrandType_t) == 4 && sizeof(nvmlComputeMode_t) == 4);

@@ -20,7 +20,9 @@ The table is derived from the toolkit headers, never written by hand:
 
 The entry points the sim implements are found in its api_*.cc sources: one
 line `SIM_EXPORT CUresult CUDAAPI cuName(`. Known-but-unimplemented entries
-get a null function, which api_procaddress.cc turns into a NOT_SUPPORTED stub.
+get a null function, which api_procaddress.cc turns into a NOT_SUPPORTED stub,
+and are exported by the sim as aliases of one such stub, so that the sim's
+libcuda.so.1 exports every symbol a real driver (and its stub) does.
 
 Output: a C++ .inc (see sim/proc_table.h for the entry type).
 Also: --check-stub LIB compares the derived symbols with `nm -D LIB`;
@@ -250,6 +252,8 @@ def emit(path, rows, impl, cuda_version):
         "// Needs sim/proc_table.h. An includer may define VGPU_PROC_FN(sym) itself (tests",
         "// do); by default it is the address of the sim's entry point `sym`, bound by",
         "// assembler name so that cuda.h's #define cuX cuX_v2 macros cannot rename it.",
+        "// VGPU_PROC_STUB(sym) is the same for the exported NOT_SUPPORTED stub of an",
+        "// entry point the sim lacks (nullptr where VGPU_PROC_FN is the includer's).",
         "#ifndef VGPU_PROC_FN",
         "extern \"C\" {",
     ]
@@ -257,9 +261,23 @@ def emit(path, rows, impl, cuda_version):
     for sym in implemented:
         lines.append("__attribute__((visibility(\"default\"))) void vgpu_proc_sym_%s() "
                      "__asm__(\"%s\");" % (sym, sym))
+    # A real driver exports every entry point, and clients that bind them all
+    # at start (ctypes, dlsym loops) fail on a missing one: the sim exports the
+    # ones it lacks too, as aliases of one CUDA_ERROR_NOT_SUPPORTED stub.
+    missing = sorted({r[3] for r in rows if r[3] not in impl})
+    lines.append("// Callers pass their real arguments; a callee that ignores them is harmless")
+    lines.append("// under the SysV calling conventions (the caller owns its stack).")
+    lines.append("CUresult CUDAAPI vgpu_proc_not_supported() { return CUDA_ERROR_NOT_SUPPORTED; }")
+    for sym in missing:
+        lines.append("__attribute__((visibility(\"default\"), alias(\"vgpu_proc_not_supported\"))) "
+                     "CUresult CUDAAPI vgpu_proc_stub_%s() __asm__(\"%s\");" % (sym, sym))
     lines += [
         "}  // extern \"C\"",
         "#define VGPU_PROC_FN(sym) reinterpret_cast<void*>(&vgpu_proc_sym_##sym)",
+        "#define VGPU_PROC_STUB(sym) reinterpret_cast<void*>(&vgpu_proc_stub_##sym)",
+        "#endif",
+        "#ifndef VGPU_PROC_STUB",
+        "#define VGPU_PROC_STUB(sym) nullptr",
         "#endif",
         "",
         "namespace vgpu::sim {",
@@ -269,9 +287,9 @@ def emit(path, rows, impl, cuda_version):
         "static const ProcEntry kProcTable[] = {",
     ]
     for name, version, variant, sym in rows:
-        fn = "VGPU_PROC_FN(%s)" % sym if sym in impl else "nullptr"
+        fn = ("VGPU_PROC_FN(%s)" if sym in impl else "VGPU_PROC_STUB(%s)") % sym
         lines.append('    {"%s", %d, %d, "%s", %s},' % (name, version, variant, sym, fn))
-    lines += ["};", "}  // namespace vgpu::sim", "#undef VGPU_PROC_FN", ""]
+    lines += ["};", "}  // namespace vgpu::sim", "#undef VGPU_PROC_FN", "#undef VGPU_PROC_STUB", ""]
     text = "\n".join(lines)
     # Rewrite only on change so that dependents are not rebuilt needlessly.
     if os.path.exists(path) and read_text(path) == text:

@@ -39,11 +39,29 @@ if(EXISTS ${VGPU_STUB_LIBCUDA})
                    --check-stub ${VGPU_STUB_LIBCUDA})
 endif()
 
+# The built sim exports every symbol of the stub, as a real driver does
+# (unimplemented ones as CUDA_ERROR_NOT_SUPPORTED stubs); missing ones by name.
+if(EXISTS ${VGPU_STUB_LIBCUDA})
+  add_test(NAME sim_libcuda_exports_stub_symbols
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sim_exports_test.py
+                   ${VGPU_STUB_LIBCUDA} $<TARGET_FILE:vgpu_sim_cuda>)
+  set_tests_properties(sim_libcuda_exports_stub_symbols PROPERTIES LABELS unit)
+endif()
+# The toolkit ships no libnvidia-ml stub, so the simulated NVML has none to
+# be compared with.
+
 # The derivation rules on small synthetic headers (exceptions, legacy section,
 # per-thread pairing, #undef in sources).
 add_test(NAME gen_proc_table_rules
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gen_proc_table_test.py
                  ${VGPU_PROC_TEST_GENERATOR})
+
+# The CUresult name table's generator (sim/tools/gen_error_table.py) creates
+# its output directory: a fresh -j2 build may run it first.
+add_test(NAME gen_error_table_creates_output_dir
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gen_error_table_test.py
+                 ${PROJECT_SOURCE_DIR}/sim/tools/gen_error_table.py ${CUDAToolkit_INCLUDE_DIRS}/cuda.h)
+set_tests_properties(gen_error_table_creates_output_dir PROPERTIES LABELS unit)
 
 # Every driver entry point the toolkit's cudart asks for must be in the table.
 find_library(VGPU_CUDART_LIB NAMES cudart PATHS ${CUDAToolkit_LIBRARY_DIR} NO_DEFAULT_PATH)

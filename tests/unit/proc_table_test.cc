@@ -212,6 +212,21 @@ TEST_F(SimProcAddress, InvalidArguments) {
   EXPECT_EQ(v1_("cuInit", &fn, 12000, 8), CUDA_ERROR_INVALID_VALUE);
 }
 
+// A real driver exports every entry point; clients that bind them all at
+// start (ctypes) must find the ones the sim lacks, and get NOT_SUPPORTED.
+TEST_F(SimProcAddress, UnimplementedEntryPointsAreExportedStubs) {
+  using IpcGetMemHandle = CUresult (*)(CUipcMemHandle*, CUdeviceptr);
+  auto get = reinterpret_cast<IpcGetMemHandle>(dlsym(lib_, "cuIpcGetMemHandle"));
+  ASSERT_NE(get, nullptr) << dlerror();
+  CUipcMemHandle handle{};
+  EXPECT_EQ(get(&handle, 0), CUDA_ERROR_NOT_SUPPORTED);
+  // cuGetProcAddress hands out the same function as dlsym, as a driver does.
+  void* fn = nullptr;
+  ASSERT_EQ(v2_("cuIpcGetMemHandle", &fn, 4010, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(get));
+  for (const ProcEntry& e : kProcTable) EXPECT_NE(dlsym(lib_, e.symbol), nullptr) << e.symbol;
+}
+
 TEST_F(SimProcAddress, ExportTableIsNotEmulated) {
   auto get = reinterpret_cast<GetExportTable>(dlsym(lib_, "cuGetExportTable"));
   ASSERT_NE(get, nullptr);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -63,6 +64,7 @@ struct Nvml {
   NVML_FN(nvmlDeviceGetComputeRunningProcesses);
   NVML_FN(nvmlDeviceGetComputeRunningProcesses_v3);
   NVML_FN(nvmlDeviceGetGraphicsRunningProcesses_v3);
+  NVML_FN(nvmlDeviceGetProcessUtilization);
 #undef NVML_FN
 };
 
@@ -376,19 +378,19 @@ TEST_F(SimNvml, EngineStartsQueuedWorkWhenReleased) {
   NodeRegion* node = OpenAsCuda();
   ASSERT_NE(node, nullptr);
   uint64_t s1 = node->EngineAcquire(0, NowNs());
-  uint64_t released = node->EngineRelease(0, s1);
+  uint64_t released = node->EngineRelease(0, s1, NowNs());
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_EQ(node->EngineAcquire(0, released - 1'000'000), released);  // queued earlier
-  uint64_t after = node->EngineRelease(0, released);
+  uint64_t after = node->EngineRelease(0, released, NowNs());
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   uint64_t ready = after + 1'000'000;  // queued 1 ms after the engine went idle
   EXPECT_EQ(node->EngineAcquire(0, ready), ready);
-  node->EngineRelease(0, ready);
+  node->EngineRelease(0, ready, NowNs());
   uint64_t before = NowNs();
   uint64_t start = node->EngineAcquire(0, NowNs() + 1'000'000'000);  // never in the future
   EXPECT_GE(start, before);
   EXPECT_LE(start, NowNs());
-  node->EngineRelease(0, start);
+  node->EngineRelease(0, start, NowNs());
 }
 
 TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
@@ -405,10 +407,109 @@ TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   EXPECT_LE(u.gpu, 100u);
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(1), &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
-  node->EngineRelease(0, started);
+  node->EngineRelease(0, started, NowNs());
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
   EXPECT_LE(u.gpu, 100u);
   EXPECT_EQ(u.memory, 0u);
+}
+
+// NVML's sample time base: wall-clock microseconds.
+unsigned long long RealtimeUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<unsigned long long>(ts.tv_sec) * 1'000'000ull +
+         static_cast<unsigned long long>(ts.tv_nsec) / 1000;
+}
+
+// Runs kernels of `each_ns` back to back on device d for about `for_ns`, as a
+// saturating process's stream worker would; returns the last modelled end.
+uint64_t Saturate(NodeRegion* node, int d, uint64_t each_ns, uint64_t for_ns) {
+  uint64_t end = NowNs(), until = end + for_ns;
+  while (end < until) {
+    uint64_t start = node->EngineAcquire(d, end);
+    while (NowNs() < start + each_ns) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    end = node->EngineRelease(d, start, start + each_ns);
+  }
+  return end;
+}
+
+TEST_F(SimNvml, ProcessUtilizationOfASaturatingAndAnIdleProcess) {
+  ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
+  NodeRegion* node = OpenAsCuda();
+  ASSERT_NE(node, nullptr);
+  auto get = nvml_.nvmlDeviceGetProcessUtilization;
+  nvmlProcessUtilizationSample_t s[4]{};
+  unsigned int count = 4;
+  EXPECT_EQ(get(Handle(0), s, &count, 0), NVML_ERROR_NOT_FOUND);  // nothing ran yet
+  EXPECT_EQ(count, 0u);
+  // An idle process of the node: a context on device 0, no kernels.
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    SimConfig config;
+    std::string error;
+    NodeRegion* idle = LoadSimConfig(&config, &error) ? NodeRegion::Open(config, &error) : nullptr;
+    char ok = idle != nullptr ? 1 : 0;
+    if (idle != nullptr) idle->self()->context_mask.fetch_or(1u);
+    (void)!write(to_parent[1], &ok, 1);
+    (void)!read(to_child[0], &ok, 1);
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(to_parent[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 1);
+
+  Saturate(node, 0, 5'000'000, 400'000'000);  // 400 ms of back-to-back 5 ms kernels
+  unsigned long long since = RealtimeUs() - 300'000;
+  count = 0;
+  EXPECT_EQ(get(Handle(0), nullptr, &count, since), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, 1u) << "the idle process has no sample";
+  count = 0;
+  EXPECT_EQ(get(Handle(0), s, &count, since), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(count, 1u);
+  count = 4;
+  ASSERT_EQ(get(Handle(0), s, &count, since), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(s[0].pid, static_cast<unsigned int>(getpid()));
+  EXPECT_GE(s[0].smUtil, 90u);  // busy the whole window, up to host scheduling since
+  EXPECT_LE(s[0].smUtil, 100u);
+  EXPECT_EQ(s[0].memUtil + s[0].encUtil + s[0].decUtil, 0u);
+  EXPECT_GT(s[0].timeStamp, since);
+  EXPECT_LE(s[0].timeStamp, RealtimeUs());
+  // Samples are only those newer than lastSeenTimeStamp.
+  count = 4;
+  EXPECT_EQ(get(Handle(0), s, &count, s[0].timeStamp), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(count, 0u);
+  count = 4;
+  EXPECT_EQ(get(Handle(1), s, &count, 0), NVML_ERROR_NOT_FOUND);  // device 1 stayed idle
+  EXPECT_EQ(get(Handle(0), s, nullptr, since), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(write(to_child[1], &ok, 1), 1);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
+}
+
+// Half of a window busy reads about half; a window after the process went
+// idle has no sample for it.
+TEST_F(SimNvml, ProcessUtilizationOverPartOfTheWindow) {
+  ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
+  NodeRegion* node = OpenAsCuda();
+  ASSERT_NE(node, nullptr);
+  auto get = nvml_.nvmlDeviceGetProcessUtilization;
+  unsigned long long since = RealtimeUs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Saturate(node, 1, 5'000'000, 200'000'000);
+  nvmlProcessUtilizationSample_t s[2]{};
+  unsigned int count = 2;
+  ASSERT_EQ(get(Handle(1), s, &count, since), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_GE(s[0].smUtil, 25u);
+  EXPECT_LE(s[0].smUtil, 55u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  count = 2;
+  EXPECT_EQ(get(Handle(1), s, &count, RealtimeUs() - 20'000), NVML_ERROR_NOT_FOUND);
 }
 
 }  // namespace
