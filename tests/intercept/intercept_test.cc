@@ -104,9 +104,9 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
 }
 
 // A mipmapped array counts too, if the driver has the entry point. The
-// simulated driver has no cuMipmappedArrayCreate: it exports no such symbol
-// (dlsym finds nothing) and cuGetProcAddress hands out a stub that returns
-// CUDA_ERROR_NOT_SUPPORTED. Then libvgpu must behave exactly like the driver
+// simulated driver does not implement cuMipmappedArrayCreate: like every
+// unimplemented entry point of the toolkit's stub, it exports (and
+// cuGetProcAddress hands out) a stub that returns CUDA_ERROR_NOT_SUPPORTED. Then libvgpu must behave exactly like the driver
 // (no crash, same result), and the accounting cannot be checked here.
 TEST_P(PathTest, MipmappedArray) {
   const PathParam& p = GetParam();
@@ -134,7 +134,9 @@ TEST_P(PathTest, MipmappedArray) {
 // cuMipmappedArrayCreate). Without libvgpu the symbol is null and the program
 // does not call it; with libvgpu preloaded, the symbol resolves to libvgpu's
 // exported hook, which must then fail cleanly rather than call a null real
-// entry point.
+// entry point. The simulated driver exports every symbol of the toolkit's stub
+// libcuda.so, as a real driver does, so this skips there; it runs against an
+// older real driver.
 TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
   const PathParam& p = kPaths[0];
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:64:64:3"}, Env(false));
