@@ -38,7 +38,9 @@ constexpr const char* kUsage =
     "  --run-dir DIR           where agent sockets live (default: see docs/control-protocol.md)\n"
     "  --timeout SEC           longest silence tolerated from the agent\n"
     "exit codes: 0 ok, 1 operation failed, 2 usage, 3 no such process or agent,\n"
-    "  4 permission denied, 5 busy or wrong state, 6 timeout or protocol error\n";
+    "  4 permission denied, 5 busy or wrong state, 6 timeout or protocol error,\n"
+    "  7 untrusted run directory or agent (not owned by you, writable by others, a symlink,\n"
+    "    or the socket is not served by that process)\n";
 
 using ProcessCommand = int (*)(const std::vector<std::string>&);
 

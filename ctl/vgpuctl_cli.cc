@@ -119,6 +119,8 @@ int ExitCodeFor(ErrorCode code, bool from_agent) {
       return kExitComm;
     case ErrorCode::kIo:
       return from_agent ? kExitFailed : kExitComm;
+    case ErrorCode::kUntrusted:
+      return kExitUntrusted;
     default:
       return kExitFailed;
   }
