@@ -161,6 +161,8 @@ TEST_F(AgentTest, MalformedRequestsGetErrorsAndTheConnectionSurvives) {
       {"id not an integer", R"({"v":1,"id":{},"cmd":"info"})", "EINVAL"},
       {"args not an object", R"({"v":1,"cmd":"info","args":"x"})", "EINVAL"},
       {"dir wrong type", R"({"v":1,"cmd":"checkpoint","args":{"dir":1}})", "EINVAL"},
+      {"dir empty", R"({"v":1,"cmd":"checkpoint","args":{"dir":""}})", "EINVAL"},
+      {"from empty", R"({"v":1,"cmd":"restore","args":{"from":""}})", "EINVAL"},
       {"leave_running wrong type", R"({"v":1,"cmd":"checkpoint","args":{"leave_running":1}})",
        "EINVAL"},
       {"share out of range", R"({"v":1,"cmd":"set","args":{"compute_share":101}})", "EINVAL"},

@@ -174,6 +174,19 @@ TEST_F(VgpuctlTest, UsageErrorsExitTwo) {
   }
 }
 
+// A script's unset variable must not send images to the default directory.
+TEST(Vgpuctl, EmptyPathsAreUsageErrors) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"checkpoint", "1", "--dir", ""},
+                                             {"checkpoint", "1", "--dir="},
+                                             {"restore", "1", "--from", ""},
+                                             {"info", "1", "--run-dir", ""}}) {
+    RunResult r = Vgpuctl(args);
+    EXPECT_EQ(r.exit_code, 2) << args[2] << " " << r.err;
+    EXPECT_NE(r.err.find("not an empty string"), std::string::npos) << r.err;
+  }
+}
+
 pid_t DeadPid() {
   pid_t pid = fork();
   if (pid == 0) _exit(0);
