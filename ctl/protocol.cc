@@ -14,7 +14,7 @@ constexpr std::pair<ErrorCode, std::string_view> kCodeNames[] = {
     {ErrorCode::kNoEnt, "ENOENT"}, {ErrorCode::kIo, "EIO"},
     {ErrorCode::kNoSys, "ENOSYS"}, {ErrorCode::kProto, "EPROTO"},
     {ErrorCode::kTooBig, "E2BIG"}, {ErrorCode::kTimedOut, "ETIMEDOUT"},
-    {ErrorCode::kUntrusted, "EUNTRUSTED"},
+    {ErrorCode::kExist, "EEXIST"}, {ErrorCode::kUntrusted, "EUNTRUSTED"},
 };
 
 Status Invalid(const std::string& field, const std::string& what) {

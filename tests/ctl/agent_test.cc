@@ -115,7 +115,7 @@ TEST_F(AgentTest, ClientLibraryCallsWithProgress) {
   ASSERT_TRUE(st.ok()) << st.message;
   ASSERT_TRUE(resp.ok) << resp.error;
   EXPECT_EQ(resp.id, 11);
-  EXPECT_EQ(resp.result["path"], "/ckpt/image.vgpu");
+  EXPECT_EQ(resp.result["path"], "/ckpt" + testing::FakeImageName());
   ASSERT_GE(seen.size(), 2u);
   EXPECT_EQ(seen.back().done, seen.back().total) << "the final progress line is never throttled";
   CheckpointArgs got;

@@ -149,7 +149,7 @@ TEST(Protocol, ServerLines) {
 TEST(Protocol, ErrorCodeNames) {
   for (ErrorCode c : {ErrorCode::kPerm, ErrorCode::kInval, ErrorCode::kBusy, ErrorCode::kNoEnt,
                       ErrorCode::kIo, ErrorCode::kNoSys, ErrorCode::kProto, ErrorCode::kTooBig,
-                      ErrorCode::kTimedOut, ErrorCode::kUntrusted}) {
+                      ErrorCode::kTimedOut, ErrorCode::kExist, ErrorCode::kUntrusted}) {
     EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(c)), c);
   }
 }
