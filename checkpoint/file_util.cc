@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>  // renameat2
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,6 +71,15 @@ void RemoveStaleTemps(const std::string& path) {
     unlinkat(dirfd(d), name.c_str(), 0);
   }
   closedir(d);
+}
+
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  // No RENAME_NOREPLACE here: link() never replaces either.
+  if (::link(from.c_str(), to.c_str()) != 0) return errno;
+  ::unlink(from.c_str());
+  return 0;
 }
 
 int FsyncDir(const std::string& dir) {

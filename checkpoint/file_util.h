@@ -30,6 +30,11 @@ std::string MakeTempPath(const std::string& path);
 // readers anyway. Best effort; errors are ignored.
 void RemoveStaleTemps(const std::string& path);
 
+// Renames `from` to `to` unless `to` exists (EEXIST then), atomically:
+// renameat2(RENAME_NOREPLACE), or link() + unlink() on file systems without
+// it. 0 or errno.
+int RenameNoReplace(const std::string& from, const std::string& to);
+
 // fsync() of a directory, so that a rename() in it is durable. 0 or errno.
 int FsyncDir(const std::string& dir);
 

@@ -221,8 +221,10 @@ Status ImageWriter::Impl::Commit() {
   const int rc = ::close(fd);
   fd = -1;
   if (rc != 0) return Fail("close of " + temp + ": " + ErrnoText(errno));
-  if (::rename(temp.c_str(), path.c_str()) != 0)
-    return Fail("cannot rename " + temp + " into place: " + ErrnoText(errno));
+  const int err = opt.replace ? (::rename(temp.c_str(), path.c_str()) == 0 ? 0 : errno)
+                              : RenameNoReplace(temp, path);
+  if (err == EEXIST && !opt.replace) return Fail("exists; refusing to replace it");
+  if (err != 0) return Fail("cannot rename " + temp + " into place: " + ErrnoText(err));
   temp.clear();
   done = true;
   // The new image is complete and in place; only its durability is in doubt.

@@ -15,7 +15,8 @@
 // full, which bounds memory at about frames_in_flight * 2 * frame_size.
 //
 // Atomicity: everything goes to "<path>.tmp.<pid>.<random>" in the same
-// directory; Finish() fsyncs it, renames it over `path` and fsyncs the
+// directory; Finish() fsyncs it, renames it over `path` (or, with
+// options.replace false, only where nothing is there) and fsyncs the
 // directory. On any error, on destruction without Finish(), or on Abort(), the
 // temp file is removed and a previous image at `path` is untouched. A writer
 // killed outright leaves its temp file behind; the next Create() for the same
@@ -65,6 +66,11 @@ struct WriterOptions {
   ProgressFn progress;
   FrameBufferAllocator frame_buffers;  // empty: heap
   bool sync = true;  // fsync file and directory; false only for tests
+  // false: Finish() fails (and removes the temp file) if something appeared
+  // at `path` meanwhile, instead of replacing it: the rename is atomic and
+  // never overwrites (RENAME_NOREPLACE, or link() where the file system
+  // lacks it). For callers that must not destroy another writer's image.
+  bool replace = true;
   // Write with O_DIRECT (no page cache) unless this is false or the file
   // system refuses it.
   bool direct_io = true;

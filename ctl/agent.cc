@@ -62,9 +62,15 @@ struct Conn {
   int slot = -1;
   int64_t peer_uid = -1;
   std::string in;
-  Clock::time_point deadline;
+  Clock::time_point deadline;  // idle: reset by every byte received
+  // When the agent began waiting for the current request (accept, or the
+  // previous answer): the request must be complete by waiting_since +
+  // request_timeout_ms. Also the eviction order when the table is full.
+  Clock::time_point waiting_since;
   bool closing = false;
 };
+
+Clock::time_point After(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
 // --- Writing with a deadline on a non-blocking socket ---
 
@@ -162,12 +168,19 @@ bool HandleLine(State* s, Conn* c, std::string_view line) {
   Response r = Dispatch(s, *c, line, &id, &broken);
   r.id = id;
   if (broken) return false;
-  return WriteAll(c->fd, SerializeResponse(r), s->options.idle_timeout_ms);
+  bool written = WriteAll(c->fd, SerializeResponse(r), s->options.idle_timeout_ms);
+  c->waiting_since = Clock::now();  // the next request's clock starts now
+  return written;
 }
 
 void SendErrorAndClose(Conn* c, ErrorCode code, const std::string& message, int timeout_ms) {
   WriteAll(c->fd, SerializeResponse(Response::Error(code, message)), timeout_ms);
   c->closing = true;
+}
+
+// The client that caused this may not read: one attempt, never a wait.
+void NotifyAndClose(Conn* c, ErrorCode code, const std::string& message) {
+  SendErrorAndClose(c, code, message, /*timeout_ms=*/0);
 }
 
 // Frames complete lines out of c->in; enforces the request size limit.
@@ -199,7 +212,7 @@ void ReadConn(State* s, Conn* c) {
     ssize_t n = recv(c->fd, buf, sizeof buf, 0);
     if (n > 0) {
       c->in.append(buf, static_cast<size_t>(n));
-      c->deadline = Clock::now() + std::chrono::milliseconds(s->options.idle_timeout_ms);
+      c->deadline = After(s->options.idle_timeout_ms);
       // Bound memory: frame what we have before reading more.
       if (c->in.size() > kMaxRequestBytes) break;
       continue;
@@ -211,7 +224,7 @@ void ReadConn(State* s, Conn* c) {
     return;
   }
   ProcessInput(s, c, /*eof=*/false);
-  c->deadline = Clock::now() + std::chrono::milliseconds(s->options.idle_timeout_ms);
+  c->deadline = After(s->options.idle_timeout_ms);
 }
 
 // --- Accepting and authenticating ---
@@ -221,6 +234,31 @@ int FreeSlot(State* s) {
     if (s->conn_fds[i].load() < 0) return i;
   }
   return -1;
+}
+
+void CloseConn(State* s, Conn* c) {
+  if (c->fd < 0) return;
+  s->conn_fds[c->slot].store(-1);
+  close(c->fd);
+  c->fd = -1;
+  c->closing = true;
+}
+
+// A full table must not lock new clients out: every connection in it is
+// waiting for a request (requests are handled to their end on this thread),
+// so the one that has waited longest goes. A client that sends its request
+// right after connecting is read long before it could become the oldest.
+int EvictOldest(State* s, std::vector<Conn>* conns) {
+  Conn* oldest = nullptr;
+  for (Conn& c : *conns) {
+    if (c.fd >= 0 && (oldest == nullptr || c.waiting_since < oldest->waiting_since)) oldest = &c;
+  }
+  if (oldest == nullptr) return -1;
+  int slot = oldest->slot;
+  NotifyAndClose(oldest, ErrorCode::kBusy,
+                 "too many connections: closed to admit a newer one (send the request at once)");
+  CloseConn(s, oldest);
+  return slot;
 }
 
 void Accept(State* s, std::vector<Conn>* conns) {
@@ -238,7 +276,7 @@ void Accept(State* s, std::vector<Conn>* conns) {
     SendErrorAndClose(
         &c, ErrorCode::kPerm,
         "permission denied: peer uid " + std::to_string(cred.uid) + " is not the owner", timeout);
-  } else if ((c.slot = FreeSlot(s)) < 0) {
+  } else if ((c.slot = FreeSlot(s)) < 0 && (c.slot = EvictOldest(s, conns)) < 0) {
     SendErrorAndClose(&c, ErrorCode::kBusy, "too many connections", timeout);
   }
   if (c.closing) {
@@ -247,21 +285,21 @@ void Accept(State* s, std::vector<Conn>* conns) {
   }
   c.peer_uid = cred.uid;
   s->conn_fds[c.slot].store(fd);
-  c.deadline = Clock::now() + std::chrono::milliseconds(timeout);
+  c.deadline = After(timeout);
+  c.waiting_since = Clock::now();
   conns->push_back(std::move(c));
-}
-
-void CloseConn(State* s, Conn* c) {
-  s->conn_fds[c->slot].store(-1);
-  close(c->fd);
 }
 
 // --- The thread ---
 
-int PollTimeout(const std::vector<Conn>& conns) {
+Clock::time_point RequestDeadline(const State* s, const Conn& c) {
+  return c.waiting_since + std::chrono::milliseconds(s->options.request_timeout_ms);
+}
+
+int PollTimeout(const State* s, const std::vector<Conn>& conns) {
   if (conns.empty()) return -1;
   Clock::time_point first = conns.front().deadline;
-  for (const Conn& c : conns) first = std::min(first, c.deadline);
+  for (const Conn& c : conns) first = std::min({first, c.deadline, RequestDeadline(s, c)});
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(first - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(ms + 1, 0, 60000));
 }
@@ -269,18 +307,28 @@ int PollTimeout(const std::vector<Conn>& conns) {
 void ServeOnce(State* s, std::vector<Conn>* conns) {
   std::vector<pollfd> fds = {{s->wake_fd, POLLIN, 0}, {s->listen_fd, POLLIN, 0}};
   for (const Conn& c : *conns) fds.push_back({c.fd, POLLIN, 0});
-  if (poll(fds.data(), fds.size(), PollTimeout(*conns)) < 0) return;
+  if (poll(fds.data(), fds.size(), PollTimeout(s, *conns)) < 0) return;
   if (s->stop.load()) return;
   if (fds[1].revents & POLLIN) Accept(s, conns);
   // Only the connections that were polled (Accept appends after them).
   size_t polled = fds.size() - 2;
   for (size_t i = 0; i < polled; ++i) {
-    if (fds[i + 2].revents != 0) ReadConn(s, &(*conns)[i]);
+    Conn& c = (*conns)[i];
+    if (fds[i + 2].revents != 0 && !c.closing) ReadConn(s, &c);  // evicted: closed
   }
   Clock::time_point now = Clock::now();
   for (Conn& c : *conns) {
-    if (c.deadline <= now) c.closing = true;  // idle too long
-    if (c.closing) CloseConn(s, &c);
+    if (c.closing) {
+      CloseConn(s, &c);
+    } else if (RequestDeadline(s, c) <= now) {
+      // Trickling a byte at a time must not keep a slot for ever.
+      NotifyAndClose(
+          &c, ErrorCode::kTimedOut,
+          "request not complete within " + std::to_string(s->options.request_timeout_ms) + " ms");
+      CloseConn(s, &c);
+    } else if (c.deadline <= now) {
+      CloseConn(s, &c);  // idle too long
+    }
   }
   std::erase_if(*conns, [](const Conn& c) { return c.closing; });
 }

@@ -24,6 +24,12 @@
 // other clients' requests until it ends (their connections stay open). A
 // client idle for `idle_timeout_ms` (default 5 s) is disconnected; a response
 // or progress line that cannot be written within that time drops the client.
+// A request must also be complete within `request_timeout_ms` (default 10 s)
+// of the agent starting to wait for it (accept, or the previous answer),
+// however steadily its bytes trickle in. When all kMaxConnections slots are
+// taken, a new client is still admitted: the connection that has waited
+// longest for its request is told EBUSY and closed, so that same-uid clients
+// that hold connections open cannot lock everyone else (root included) out.
 //
 // Signals: the thread blocks every signal, so process-directed signals go to
 // the application's threads. Nothing is ever written to stderr.
@@ -56,9 +62,10 @@ class Handler {
 };
 
 struct AgentOptions {
-  std::string run_dir;         // empty: RunDir()
-  int idle_timeout_ms = 5000;  // per client, and per response write
-  int stop_timeout_ms = 2000;  // how long Stop() waits for a running handler
+  std::string run_dir;             // empty: RunDir()
+  int idle_timeout_ms = 5000;      // per client, and per response write
+  int request_timeout_ms = 10000;  // from waiting for a request to its last byte
+  int stop_timeout_ms = 2000;      // how long Stop() waits for a running handler
 };
 
 inline constexpr int kMaxConnections = 64;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "ctl/run_dir.h"
 
@@ -118,7 +121,76 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
   }
 }
 
+// The effective uid of process `pid` (the one its agent runs as), from
+// /proc/<pid>/status; false if it cannot be read (the process is gone).
+bool ProcessEuid(pid_t pid, uid_t* out) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.starts_with("Uid:")) continue;
+    std::istringstream fields(line.substr(4));
+    long long real = -1, effective = -1;
+    if (!(fields >> real >> effective) || effective < 0) return false;
+    *out = static_cast<uid_t>(effective);
+    return true;
+  }
+  return false;
+}
+
+// Whose agent we may talk to about `pid`: our own uid's; for root, the uid
+// the process runs as (root may control every job).
+bool ExpectedAgentUid(pid_t pid, uid_t* out) {
+  if (geteuid() != 0) {
+    *out = geteuid();
+    return true;
+  }
+  return ProcessEuid(pid, out);
+}
+
+// The socket must be answered by the target process itself, as the uid we
+// expect. Anyone who could create the socket file (a planted run directory)
+// can listen on it, but only the target's own agent has its pid.
+Status CheckPeer(int fd, const std::string& path, pid_t pid, uid_t uid) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return Status::Error(ErrorCode::kUntrusted,
+                         "cannot tell who serves " + path + ": " + strerror(errno));
+  }
+  if (cred.pid != pid) {
+    return Status::Error(ErrorCode::kUntrusted,
+                         "refusing to talk to " + path + ": it is served by pid " +
+                             std::to_string(cred.pid) + " (uid " + std::to_string(cred.uid) +
+                             "), not by process " + std::to_string(pid) +
+                             "; another process may be impersonating its agent");
+  }
+  if (cred.uid != uid) {
+    return Status::Error(ErrorCode::kPerm, "permission denied: process " + std::to_string(pid) +
+                                               " runs as uid " + std::to_string(cred.uid) +
+                                               ", not as uid " + std::to_string(uid));
+  }
+  return Status::Ok();
+}
+
+Status CheckDir(const std::string& dir, uid_t owner) {
+  Status st = CheckRunDir(dir, owner);
+  if (st.code == ErrorCode::kPerm) {
+    st.code = ErrorCode::kUntrusted;
+    st.message = "refusing to use it: " + st.message;
+  }
+  return st;
+}
+
 }  // namespace
+
+Status CheckAgentDir(const std::string& dir) {
+  uid_t owner = geteuid();
+  struct stat st {};
+  // Root may look into every user's directory; each agent found there is
+  // then checked by its peer credentials.
+  if (owner == 0 && lstat(dir.c_str(), &st) == 0) owner = st.st_uid;
+  return CheckDir(dir, owner);
+}
 
 Status CallSocket(const std::string& socket_path, const Request& request,
                   const ProgressCallback& on_progress, Response* response, int timeout_ms) {
@@ -135,11 +207,18 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
   std::string path;
   Status st = SocketPath(dir, pid, &path);
   if (!st.ok()) return st;
-  if (pid <= 0 || ProcessIsDead(pid)) {
-    unlink(path.c_str());  // stale, if it exists
+  uid_t uid = 0;
+  if (pid <= 0 || ProcessIsDead(pid) || !ExpectedAgentUid(pid, &uid)) {
+    // Stale, if it exists; only where we would trust a socket.
+    if (pid > 0 && CheckDir(dir, geteuid()).ok()) unlink(path.c_str());
     return Status::Error(ErrorCode::kNoEnt, "no such process: " + std::to_string(pid));
   }
-  st = CallSocket(path, request, on_progress, response, options.timeout_ms);
+  st = CheckDir(dir, uid);
+  int raw = -1;
+  if (st.ok()) st = Connect(path, &raw);
+  Fd fd(raw);
+  if (st.ok()) st = CheckPeer(fd.get(), path, pid, uid);
+  if (st.ok()) st = Exchange(fd.get(), request, on_progress, response, options.timeout_ms);
   if (st.code == ErrorCode::kNoEnt) {
     return Status::Error(ErrorCode::kNoEnt,
                          "process " + std::to_string(pid) +
@@ -154,6 +233,7 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
 std::vector<AgentEntry> ListAgents(const std::string& run_dir, std::vector<std::string>* removed) {
   std::string dir = run_dir.empty() ? RunDir() : run_dir;
   std::vector<AgentEntry> out;
+  if (!CheckAgentDir(dir).ok()) return out;  // nothing in it is removed either
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {

@@ -21,11 +21,17 @@ struct ClientOptions {
 };
 
 // Sends `request` to the agent of `pid` and waits for the final response,
-// passing progress lines to `on_progress` (may be empty). The returned Status
+// passing progress lines to `on_progress` (may be empty). Nothing is sent
+// unless the run directory passes CheckRunDir for the uid the agent must run
+// as (ours; for root, the process's) and the socket is answered (SO_PEERCRED)
+// by process `pid` itself, running as that uid. The returned Status
 // describes the transport: not ok means no response was received —
 //   ENOENT     no such process, or it has no agent (not interposed, or it has
 //              not used CUDA yet); stale sockets of dead processes are removed
-//   EPERM      the socket cannot be opened by this user
+//   EUNTRUSTED the run directory is unsafe (owner, mode, symlink), or another
+//              process answers on the socket: possibly a planted impostor
+//   EPERM      the socket cannot be opened by this user, or the process runs
+//              as another uid
 //   ETIMEDOUT  the agent stayed silent longer than options.timeout_ms
 //   EPROTO/EIO the agent sent garbage or closed the connection early
 // When ok, *response holds the agent's answer, which may itself be an error
@@ -33,7 +39,8 @@ struct ClientOptions {
 Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progress,
             Response* response, const ClientOptions& options = {});
 
-// The same, addressing a socket by path.
+// The same, addressing a socket by path: no directory or peer checks (the
+// caller chose the socket).
 Status CallSocket(const std::string& socket_path, const Request& request,
                   const ProgressCallback& on_progress, Response* response, int timeout_ms);
 
@@ -42,7 +49,13 @@ struct AgentEntry {
   std::string socket_path;
 };
 
-// The agents in `run_dir` (empty: RunDir()), sorted by pid. Sockets of dead
+// CheckRunDir for a directory about to be searched for agents: owned by us or
+// root (for root callers, by anyone: each agent is checked when called).
+// ENOENT if it does not exist, EUNTRUSTED with the reason if it is unsafe.
+Status CheckAgentDir(const std::string& dir);
+
+// The agents in `run_dir` (empty: RunDir()), sorted by pid; none if the
+// directory fails CheckAgentDir. Sockets of dead
 // processes are removed, and so are sockets nobody listens on any more
 // (a crashed agent whose pid was reused). `removed`, if given, receives the
 // paths removed.

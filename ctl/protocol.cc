@@ -14,6 +14,7 @@ constexpr std::pair<ErrorCode, std::string_view> kCodeNames[] = {
     {ErrorCode::kNoEnt, "ENOENT"}, {ErrorCode::kIo, "EIO"},
     {ErrorCode::kNoSys, "ENOSYS"}, {ErrorCode::kProto, "EPROTO"},
     {ErrorCode::kTooBig, "E2BIG"}, {ErrorCode::kTimedOut, "ETIMEDOUT"},
+    {ErrorCode::kExist, "EEXIST"}, {ErrorCode::kUntrusted, "EUNTRUSTED"},
 };
 
 Status Invalid(const std::string& field, const std::string& what) {
@@ -37,7 +38,10 @@ Status GetAbsolutePath(const json& args, const char* key, std::string* out) {
   Status s = GetString(args, key, out);
   if (!s.ok()) return s;
   // The agent's working directory is not the caller's: relative paths would
-  // silently name another place.
+  // silently name another place. An empty path is not "the default" (that is
+  // an absent field): a script whose variable came out empty must not have
+  // its images go, unnoticed, to the default directory.
+  if (Has(args, key) && out->empty()) return Invalid(key, "empty path");
   if (!out->empty() && (*out)[0] != '/') return Invalid(key, "expected an absolute path");
   if (out->find('\0') != std::string::npos) return Invalid(key, "contains a NUL byte");
   return Status::Ok();

@@ -32,6 +32,10 @@ enum class ErrorCode {
   kProto,     // EPROTO: unsupported protocol version or unframed garbage
   kTooBig,    // E2BIG: request line longer than kMaxRequestBytes
   kTimedOut,  // ETIMEDOUT: the peer did not answer or send in time
+  kExist,     // EEXIST: the target exists and may not be replaced (another job's image)
+  // EUNTRUSTED: never sent by an agent; the client refused the run directory
+  // or the process answering on the socket (not the target: spoofing).
+  kUntrusted,
 };
 
 std::string_view ErrorCodeName(ErrorCode code);      // "EPERM", ...

@@ -22,13 +22,17 @@ const char* NonEmptyEnv(const char* name) {
   return v != nullptr && v[0] != '\0' ? v : nullptr;
 }
 
-Status CheckExisting(const std::string& dir, const struct stat& st) {
+Status CheckExisting(const std::string& dir, const struct stat& st, uid_t owner) {
+  if (S_ISLNK(st.st_mode)) {
+    return Status::Error(ErrorCode::kPerm, "run directory " + dir + " is a symbolic link");
+  }
   if (!S_ISDIR(st.st_mode)) {
     return Status::Error(ErrorCode::kPerm, "run directory " + dir + " is not a directory");
   }
-  if (st.st_uid != geteuid() && st.st_uid != 0) {
+  if (st.st_uid != owner && st.st_uid != 0) {
     return Status::Error(ErrorCode::kPerm, "run directory " + dir + " is owned by uid " +
-                                               std::to_string(st.st_uid) + ", not by us");
+                                               std::to_string(st.st_uid) + ", not by uid " +
+                                               std::to_string(owner) + " or root");
   }
   // A directory others can write could hold a planted socket of ours.
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
@@ -47,11 +51,19 @@ std::string RunDir() {
   return "/tmp/vgpu-" + std::to_string(geteuid());
 }
 
+Status CheckRunDir(const std::string& dir, uid_t owner) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) == 0) return CheckExisting(dir, st, owner);
+  int err = errno;
+  return Status::Error(err == ENOENT ? ErrorCode::kNoEnt : ErrorCode::kIo,
+                       "run directory " + dir + ": " + std::strerror(err));
+}
+
 Status EnsureRunDir(const std::string& dir) {
   struct stat st {};
-  if (lstat(dir.c_str(), &st) == 0) return CheckExisting(dir, st);
+  if (lstat(dir.c_str(), &st) == 0) return CheckExisting(dir, st, geteuid());
   if (errno != ENOENT || mkdir(dir.c_str(), 0700) != 0) {
-    if (errno == EEXIST && lstat(dir.c_str(), &st) == 0) return CheckExisting(dir, st);
+    if (errno == EEXIST && lstat(dir.c_str(), &st) == 0) return CheckExisting(dir, st, geteuid());
     return Status::Error(ErrorCode::kIo,
                          "cannot create run directory " + dir + ": " + std::strerror(errno));
   }

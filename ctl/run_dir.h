@@ -18,9 +18,15 @@ namespace vgpu::ctl {
 // created).
 std::string RunDir();
 
-// Creates `dir` (mode 0700) if missing and checks that an existing one is safe:
-// a real directory (not a symlink) owned by this euid or root, and not
-// writable by group/others unless sticky. Fails closed with a message.
+// Checks that an existing `dir` is safe to hold the sockets of agents running
+// as `owner`: a real directory (not a symlink) owned by `owner` or root, and
+// not writable by group/others unless sticky. ENOENT if it does not exist,
+// EPERM (with the reason) if it is not safe. The agent checks the directory
+// it listens in, clients the one they look in: the same rule on both sides.
+Status CheckRunDir(const std::string& dir, uid_t owner);
+
+// Creates `dir` (mode 0700) if missing, else CheckRunDir(dir, geteuid()).
+// Fails closed with a message.
 Status EnsureRunDir(const std::string& dir);
 
 // "<dir>/agent-<pid>.sock". Fails if it would not fit sockaddr_un.sun_path.

@@ -27,9 +27,9 @@ constexpr const char* kUsage =
     "  suspend PID             move its device memory to host RAM and pause its CUDA calls\n"
     "  resume PID              bring its device memory back and let it run\n"
     "  checkpoint PID [--dir DIR] [--leave-running]\n"
-    "                          write its device memory to an image in DIR\n"
-    "  restore PID [--from DIR]\n"
-    "                          load its device memory from the image in DIR\n"
+    "                          write its device memory to DIR/vgpu-PID-START.vgpuckpt\n"
+    "  restore PID [--from DIR|IMAGE]\n"
+    "                          load its device memory from its image in DIR (or IMAGE)\n"
     "  set PID [--memory-limit SIZE] [--compute-share PCT] [--device N]\n"
     "                          change its limits at runtime\n"
     "options of the process commands:\n"
@@ -38,7 +38,9 @@ constexpr const char* kUsage =
     "  --run-dir DIR           where agent sockets live (default: see docs/control-protocol.md)\n"
     "  --timeout SEC           longest silence tolerated from the agent\n"
     "exit codes: 0 ok, 1 operation failed, 2 usage, 3 no such process or agent,\n"
-    "  4 permission denied, 5 busy or wrong state, 6 timeout or protocol error\n";
+    "  4 permission denied, 5 busy or wrong state, 6 timeout or protocol error,\n"
+    "  7 untrusted run directory or agent (not owned by you, writable by others, a symlink,\n"
+    "    or the socket is not served by that process)\n";
 
 using ProcessCommand = int (*)(const std::vector<std::string>&);
 

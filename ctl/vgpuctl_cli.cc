@@ -32,6 +32,10 @@ bool NeedsValue(const std::string& name) {
 // Stores one option's value; false with *error set if it is invalid.
 bool Apply(const std::string& name, const std::string& value, Options* o, std::string* error) {
   int n = 0;
+  // An empty path (a script's unset variable) must not mean "the default".
+  if ((name == "--run-dir" || name == "--dir" || name == "--from") && value.empty()) {
+    return *error = name + " wants a directory, not an empty string", false;
+  }
   if (name == "--json") o->json = true;
   if (name == "--quiet" || name == "-q") o->quiet = true;
   if (name == "--leave-running") o->leave_running = true;
@@ -119,6 +123,8 @@ int ExitCodeFor(ErrorCode code, bool from_agent) {
       return kExitComm;
     case ErrorCode::kIo:
       return from_agent ? kExitFailed : kExitComm;
+    case ErrorCode::kUntrusted:
+      return kExitUntrusted;
     default:
       return kExitFailed;
   }

@@ -18,6 +18,7 @@ inline constexpr int kExitNotFound = 3;    // no such process, or it has no agen
 inline constexpr int kExitPermission = 4;  // not allowed to talk to that agent
 inline constexpr int kExitBusy = 5;        // wrong state or another operation in progress
 inline constexpr int kExitComm = 6;        // timeout or protocol error talking to the agent
+inline constexpr int kExitUntrusted = 7;   // unsafe run directory, or an impostor on the socket
 
 // Options of the process-control commands. Which ones a command accepts is
 // checked by ParseOptions.

@@ -7,6 +7,7 @@
 
 #include "common/byte_size.h"
 #include "ctl/client.h"
+#include "ctl/run_dir.h"
 #include "ctl/vgpuctl_cli.h"
 
 namespace vgpu::ctl::cli {
@@ -144,6 +145,10 @@ int Ps(const std::vector<std::string>& args) {
   int rc = kExitOk;
   if (!ParseOrUsage(args, {}, 0, &o, &rc)) return rc;
   json all = json::array();
+  if (Status st = CheckAgentDir(o.run_dir.empty() ? RunDir() : o.run_dir);
+      st.code == ErrorCode::kUntrusted) {
+    return ReportFailure(o, 0, st, /*from_agent=*/false);
+  }
   if (!o.json) PrintPsHeader();
   for (const AgentEntry& a : ListAgents(o.run_dir)) {
     Request req;

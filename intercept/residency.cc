@@ -1,5 +1,6 @@
 #include "intercept/residency.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "checkpoint/image_reader.h"
 #include "checkpoint/image_writer.h"
 #include "common/byte_size.h"
+#include "common/process_info.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
 #include "intercept/residency_staging.h"
@@ -40,8 +42,20 @@ std::set<CUcontext>* g_contexts = new std::set<CUcontext>();
 std::mutex g_op_mu;  // one operation at a time
 std::atomic<State> g_state{State::kRunning};
 std::string* g_last_path = new std::string();
+// The image files this process wrote (device, inode): the only existing
+// files a checkpoint may replace. Guarded by g_op_mu.
+std::set<std::pair<dev_t, ino_t>>* g_own_images = new std::set<std::pair<dev_t, ino_t>>();
 
-constexpr const char* kImageName = "image.vgpuckpt";
+constexpr const char* kImageSuffix = ".vgpuckpt";
+
+// Named after the process (pid and start time name one process for the
+// life of the system): jobs checkpointed into one directory never share a
+// file, and neither does a later process that happens to get the same pid.
+std::string ImageFileName() {
+  pid_t pid = getpid();
+  return "vgpu-" + std::to_string(pid) + "-" + std::to_string(ProcessStartTime(pid)) +
+         kImageSuffix;
+}
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -111,7 +125,7 @@ Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) 
 // Writes every allocation into a new image at `path` (from the device when
 // `from_device`, else from the host copies of a suspended process). When it
 // returns, no copy is in flight and a failed image's temp file is gone.
-Result WriteImage(const std::string& path, bool from_device,
+Result WriteImage(const std::string& path, bool replace, bool from_device,
                   const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
                   const Progress& progress) {
   nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
@@ -119,6 +133,7 @@ Result WriteImage(const std::string& path, bool from_device,
   md.device_metadata = meta.dump();
   checkpoint::WriterOptions wo;
   wo.total_bytes = total;
+  wo.replace = replace;  // else an image appearing meanwhile is left alone
   wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
   // From the device: the copies go by DMA straight into pinned frame buffers.
@@ -145,8 +160,54 @@ Result WriteImage(const std::string& path, bool from_device,
 
 std::string ImagePath(const std::string& from) {
   std::error_code ec;
-  if (std::filesystem::is_directory(from, ec)) return from + "/" + kImageName;
+  if (std::filesystem::is_directory(from, ec)) return from + "/" + ImageFileName();
   return from;
+}
+
+// The other images in `dir`, for a restore that finds none of this process
+// there (the job was restarted: its image has the old pid in its name).
+std::string OtherImages(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.ends_with(kImageSuffix)) names.push_back(n);
+    }
+    closedir(d);
+  }
+  if (names.empty()) return "";
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > 5) list += ", ...";
+  return "; it holds " + list + " (to restore another process's image, name the file with --from)";
+}
+
+// Whether a new image may go to `path`: nothing is there, or an image this
+// process wrote (*replace), which the writer replaces atomically, so it stays
+// whole until the new one is. Anything else may be another job's only copy
+// of its memory, or one left by an earlier process with our pid (exec, a
+// reboot): never replaced.
+Result CheckImageTarget(const std::string& path, bool* replace) {
+  struct stat st {};
+  *replace = false;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Result::Ok();
+    return Result::Error("EIO", "cannot check " + path + ": " + strerror(errno));
+  }
+  if (S_ISREG(st.st_mode) && g_own_images->count({st.st_dev, st.st_ino}) != 0) {
+    *replace = true;
+    return Result::Ok();
+  }
+  return Result::Error("EEXIST", "refusing to replace " + path +
+                                     ": this process did not write it (another job's image, or an "
+                                     "earlier process's with the same pid); move it away or "
+                                     "checkpoint into another directory");
+}
+
+void NoteOwnImage(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) g_own_images->insert({st.st_dev, st.st_ino});
 }
 
 std::string Hex(uint64_t v) {
@@ -202,7 +263,10 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   if (path.empty()) return Result::Error("ENOENT", "no checkpoint to restore from");
   auto t0 = std::chrono::steady_clock::now();
   struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return Result::Error("ENOENT", "no checkpoint image at " + path);
+  if (stat(path.c_str(), &st) != 0) {
+    std::string others = !from.empty() && path != from ? OtherImages(from) : "";
+    return Result::Error("ENOENT", "no checkpoint image at " + path + others);
+  }
   checkpoint::ReaderOptions ro;
   ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
@@ -365,10 +429,13 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   if (s == State::kRunning) {
     if (Result r = RefuseNonMigratable(); !r.ok) return r;
   }
+  if (dir.empty()) return Result::Error("EINVAL", "no checkpoint directory given");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Result::Error("EIO", "cannot create " + dir + ": " + ec.message());
-  std::string path = dir + "/" + kImageName;
+  std::string path = dir + "/" + ImageFileName();
+  bool replace = false;
+  if (Result r = CheckImageTarget(path, &replace); !r.ok) return r;
   auto t0 = std::chrono::steady_clock::now();
   if (s == State::kRunning) Quiesce();
   auto undo = [&](Result r) {
@@ -384,9 +451,10 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   for (const auto& a : allocs) total += a.size;
   // The gate reopens only after WriteImage returns: its copy streams are
   // drained and the failed image's buffers are gone by then.
-  if (Result r = WriteImage(path, s == State::kRunning, allocs, total, progress); !r.ok) {
+  if (Result r = WriteImage(path, replace, s == State::kRunning, allocs, total, progress); !r.ok) {
     return undo(r);
   }
+  NoteOwnImage(path);
   *g_last_path = path;
   if (!leave_running) {
     if (s == State::kRunning) m.ReleaseAll(false, nullptr);

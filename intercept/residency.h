@@ -58,13 +58,18 @@ using Progress = std::function<void(const char* phase, uint64_t done, uint64_t t
 // One operation at a time (serialized internally).
 Result Suspend(const Progress& progress);
 Result Resume(const Progress& progress);
-// dir: the image is <dir>/image.vgpuckpt. leave_running: the process goes on
-// afterwards; else it stays suspended with its device memory released and the
-// image as the only copy (resume restores from it).
+// dir (non-empty): the image is <dir>/vgpu-<pid>-<start time>.vgpuckpt. An
+// existing file there is replaced only if this process wrote it (atomically:
+// it stays whole until the new image is); anything else is refused (EEXIST).
+// A checkpointed process refuses (EBUSY), so the image replaced is never the
+// only copy of the memory. leave_running: the process goes on afterwards;
+// else it stays suspended with its device memory released and the image as
+// the only copy (resume restores from it).
 Result Checkpoint(const std::string& dir, bool leave_running, const Progress& progress);
-// from: a directory holding image.vgpuckpt, or the image file itself; empty:
-// the most recent checkpoint. The image is validated completely before
-// anything changes; on failure the process stays as it was.
+// from: a directory holding this process's image (named as above), or an
+// image file (any name: e.g. the image of this job before a restart, under
+// its old pid); empty: the most recent checkpoint. The image is validated
+// completely before anything changes; on failure the process stays as it was.
 Result Restore(const std::string& from, const Progress& progress);
 
 

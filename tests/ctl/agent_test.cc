@@ -27,6 +27,14 @@ using testing::RawClient;
 using testing::RoundTrip;
 
 constexpr int kIdleMs = 1000;
+constexpr int kRequestMs = 2000;  // a request's total deadline
+
+AgentOptions TestOptions() {
+  AgentOptions o;
+  o.idle_timeout_ms = kIdleMs;
+  o.request_timeout_ms = kRequestMs;
+  return o;
+}
 
 // ThreadSanitizer runs a thread of its own and cannot start threads in the
 // child of a multi-threaded fork; those checks are skipped under it.
@@ -42,20 +50,14 @@ class AgentTest : public ::testing::Test {
     dir_ = new testing::TempDir();
     setenv("VGPU_RUN_DIR", (dir_->path() + "/run").c_str(), 1);
     handler_ = new FakeHandler();
-    AgentOptions o;
-    o.idle_timeout_ms = kIdleMs;
-    ASSERT_TRUE(Agent::Start(handler_, o).ok());
+    ASSERT_TRUE(Agent::Start(handler_, TestOptions()).ok());
   }
   static void TearDownTestSuite() {
     Agent::Stop();
     delete dir_;
   }
   void SetUp() override {
-    if (!Agent::Running()) {
-      AgentOptions o;
-      o.idle_timeout_ms = kIdleMs;
-      ASSERT_TRUE(Agent::Start(handler_, o).ok());
-    }
+    if (!Agent::Running()) ASSERT_TRUE(Agent::Start(handler_, TestOptions()).ok());
     handler_->delay_ms = 0;
     handler_->suspended = false;
     handler_->progress_steps = 5;
@@ -113,7 +115,7 @@ TEST_F(AgentTest, ClientLibraryCallsWithProgress) {
   ASSERT_TRUE(st.ok()) << st.message;
   ASSERT_TRUE(resp.ok) << resp.error;
   EXPECT_EQ(resp.id, 11);
-  EXPECT_EQ(resp.result["path"], "/ckpt/image.vgpu");
+  EXPECT_EQ(resp.result["path"], "/ckpt" + testing::FakeImageName());
   ASSERT_GE(seen.size(), 2u);
   EXPECT_EQ(seen.back().done, seen.back().total) << "the final progress line is never throttled";
   CheckpointArgs got;
@@ -159,6 +161,8 @@ TEST_F(AgentTest, MalformedRequestsGetErrorsAndTheConnectionSurvives) {
       {"id not an integer", R"({"v":1,"id":{},"cmd":"info"})", "EINVAL"},
       {"args not an object", R"({"v":1,"cmd":"info","args":"x"})", "EINVAL"},
       {"dir wrong type", R"({"v":1,"cmd":"checkpoint","args":{"dir":1}})", "EINVAL"},
+      {"dir empty", R"({"v":1,"cmd":"checkpoint","args":{"dir":""}})", "EINVAL"},
+      {"from empty", R"({"v":1,"cmd":"restore","args":{"from":""}})", "EINVAL"},
       {"leave_running wrong type", R"({"v":1,"cmd":"checkpoint","args":{"leave_running":1}})",
        "EINVAL"},
       {"share out of range", R"({"v":1,"cmd":"set","args":{"compute_share":101}})", "EINVAL"},
@@ -266,15 +270,89 @@ TEST_F(AgentTest, ManyConcurrentClients) {
   EXPECT_EQ(ok, kThreads * kRequests);
 }
 
-TEST_F(AgentTest, ConnectionsBeyondTheLimitGetEbusy) {
+// Whether the agent has closed `c` (without waiting); a line it sent first
+// is stored in *last.
+bool ClosedNow(RawClient* c, std::string* last) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = recv(c->fd(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      last->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+}
+
+// Opens kMaxConnections connections, waiting until the agent holds them all.
+std::vector<std::unique_ptr<RawClient>> FillTable(const std::string& path) {
   std::vector<std::unique_ptr<RawClient>> held;
-  for (int i = 0; i < kMaxConnections; ++i) held.push_back(std::make_unique<RawClient>(path_));
-  // Let the agent accept them all.
-  json ping = RoundTrip(path_, R"({"v":1,"cmd":"ping"})"
-                               "\n");
-  EXPECT_EQ(ping["code"], "EBUSY") << ping;
-  held.clear();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < kMaxConnections; ++i) {
+    held.push_back(std::make_unique<RawClient>(path));
+    // One accept per poll round: give each its own, so the order is known.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all accepted
+  return held;
+}
+
+TEST_F(AgentTest, AFullTableEvictsTheLongestWaitingConnection) {
+  std::vector<std::unique_ptr<RawClient>> held = FillTable(path_);
+  // A new client is served all the same: the oldest waiting one makes room.
+  ExpectAlive();
+  bool eof = false;
+  json r = json::parse(held[0]->ReadLine(2000, &eof), nullptr, false);
+  ASSERT_FALSE(eof) << "the oldest connection was told why";
+  EXPECT_EQ(r["code"], "EBUSY") << r;
+  EXPECT_TRUE(held[0]->WaitForClose(1000));
+  std::string ignored;
+  for (int i = 1; i < kMaxConnections; ++i) {
+    EXPECT_FALSE(ClosedNow(held[i].get(), &ignored)) << "connection " << i;
+  }
+}
+
+// Same-uid clients that trickle a byte at a time on every slot: each byte
+// resets the idle timeout, but not the request's total deadline.
+TEST_F(AgentTest, TricklingClientsAreClosedAtTheRequestDeadline) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<RawClient>> trickling = FillTable(path_);
+  std::vector<std::string> last(trickling.size());
+  std::vector<double> closed_at(trickling.size(), -1);
+  bool served_meanwhile = false;
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  int open = kMaxConnections;
+  while (open > 0 && elapsed_ms() < kRequestMs * 4) {
+    for (size_t i = 0; i < trickling.size(); ++i) {
+      if (closed_at[i] >= 0) continue;
+      if (ClosedNow(trickling[i].get(), &last[i])) {
+        closed_at[i] = elapsed_ms();
+        --open;
+      } else {
+        trickling[i]->Send(" ");  // never a newline: the request never ends
+      }
+    }
+    if (!served_meanwhile && elapsed_ms() > kRequestMs / 4) {
+      Request req;
+      req.cmd = "ping";
+      Response resp;
+      Status st = Call(getpid(), req, nullptr, &resp);
+      EXPECT_TRUE(st.ok() && resp.ok) << st.message << resp.error;
+      served_meanwhile = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kIdleMs / 5));
+  }
+  ASSERT_EQ(open, 0) << "trickling clients still connected after " << elapsed_ms() << " ms";
+  int at_deadline = 0;
+  for (size_t i = 0; i < trickling.size(); ++i) {
+    if (last[i].find("ETIMEDOUT") == std::string::npos) continue;
+    ++at_deadline;
+    EXPECT_GE(closed_at[i], kRequestMs * 0.9) << i;
+    EXPECT_LE(closed_at[i], kRequestMs + kIdleMs) << i;
+  }
+  EXPECT_GE(at_deadline, kMaxConnections - 1) << "one may have been evicted for the ping";
   ExpectAlive();
 }
 
@@ -309,9 +387,14 @@ TEST_F(AgentTest, PeerCredRefusesOtherUids) {
     return c.WaitForClose(3000) ? 0 : 13;
   });
   EXPECT_EQ(rc, 0);
+  // vgpuctl sees from the socket's peer credentials that the process is
+  // root's, and does not even send its request.
   testing::RunResult v = testing::Vgpuctl({"suspend", std::to_string(getpid())}, 65534);
   EXPECT_EQ(v.exit_code, 4) << v.err;
-  EXPECT_NE(v.err.find("peer uid 65534 is not the owner"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("permission denied: process " + std::to_string(getpid()) +
+                       " runs as uid 0, not as uid 65534"),
+            std::string::npos)
+      << v.err;
   // With the default permissions the kernel refuses first; same exit code.
   chmod(dir.c_str(), 0700);
   chmod(path_.c_str(), 0600);

@@ -70,6 +70,9 @@ TEST(Protocol, ValidatesArgumentTypes) {
   EXPECT_EQ(ValidateArgs("checkpoint", {{"leave_running", "yes"}}).code, ErrorCode::kInval);
   EXPECT_TRUE(ValidateArgs("checkpoint", {{"dir", "/ok"}, {"leave_running", true}}).ok());
   EXPECT_TRUE(ValidateArgs("checkpoint", {{"dir", nullptr}}).ok()) << "null = absent";
+  // Empty is not absent: it is refused, not taken for the default directory.
+  EXPECT_EQ(ValidateArgs("checkpoint", {{"dir", ""}}).code, ErrorCode::kInval);
+  EXPECT_EQ(ValidateArgs("restore", {{"from", ""}}).code, ErrorCode::kInval);
   EXPECT_EQ(ValidateArgs("restore", {{"from", false}}).code, ErrorCode::kInval);
   EXPECT_EQ(ValidateArgs("set", json::object()).code, ErrorCode::kInval);
   EXPECT_EQ(ValidateArgs("set", {{"compute_share", 500}}).code, ErrorCode::kInval);
@@ -144,9 +147,9 @@ TEST(Protocol, ServerLines) {
 }
 
 TEST(Protocol, ErrorCodeNames) {
-  for (ErrorCode c :
-       {ErrorCode::kPerm, ErrorCode::kInval, ErrorCode::kBusy, ErrorCode::kNoEnt, ErrorCode::kIo,
-        ErrorCode::kNoSys, ErrorCode::kProto, ErrorCode::kTooBig, ErrorCode::kTimedOut}) {
+  for (ErrorCode c : {ErrorCode::kPerm, ErrorCode::kInval, ErrorCode::kBusy, ErrorCode::kNoEnt,
+                      ErrorCode::kIo, ErrorCode::kNoSys, ErrorCode::kProto, ErrorCode::kTooBig,
+                      ErrorCode::kTimedOut, ErrorCode::kExist, ErrorCode::kUntrusted}) {
     EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(c)), c);
   }
 }

@@ -77,7 +77,7 @@ Response FakeHandler::Handle(const Request& r, ProgressSink* progress) {
     CheckpointArgs a;
     ParseCheckpointArgs(r.args, &a);
     if (a.dir == "/nonexistent-fail") return Response::Error(ErrorCode::kIo, "disk on fire");
-    Response resp = Transfer(r, progress, progress_steps, step_sleep_ms, a.dir + "/image.vgpu");
+    Response resp = Transfer(r, progress, progress_steps, step_sleep_ms, a.dir + FakeImageName());
     resp.result["state"] = a.leave_running ? "running" : "suspended";
     return resp;
   }
@@ -85,7 +85,7 @@ Response FakeHandler::Handle(const Request& r, ProgressSink* progress) {
     RestoreArgs a;
     ParseRestoreArgs(r.args, &a);
     if (a.from == "/no-image") return Response::Error(ErrorCode::kNoEnt, "no image in /no-image");
-    return Transfer(r, progress, progress_steps, step_sleep_ms, a.from + "/image.vgpu");
+    return Transfer(r, progress, progress_steps, step_sleep_ms, a.from + FakeImageName());
   }
   if (r.cmd == "set") return Response::Ok(r.args);
   return Response::Error(ErrorCode::kNoSys, "fake: " + r.cmd);
@@ -254,6 +254,8 @@ json RoundTrip(const std::string& socket_path, const std::string& line) {
     if (!j.contains("progress")) return j;
   }
 }
+
+std::string FakeImageName() { return "/vgpu-" + std::to_string(getpid()) + "-1.vgpuckpt"; }
 
 int ThreadCount() {
   int n = 0;

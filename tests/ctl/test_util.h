@@ -80,4 +80,8 @@ nlohmann::json RoundTrip(const std::string& socket_path, const std::string& line
 
 int ThreadCount();  // entries of /proc/self/task
 
+// "/vgpu-<pid>-1.vgpuckpt": what FakeHandler names its images after a
+// directory (libvgpu's naming, with a made-up start time).
+std::string FakeImageName();
+
 }  // namespace vgpu::ctl::testing

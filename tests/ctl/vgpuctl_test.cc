@@ -107,7 +107,7 @@ TEST_F(VgpuctlTest, CheckpointPassesArgumentsAndShowsProgress) {
   std::string expected = (std::filesystem::current_path() / "rel/ckpt").string();
   EXPECT_EQ(a.dir, expected) << "relative to vgpuctl's working directory, made absolute";
   EXPECT_TRUE(a.leave_running);
-  EXPECT_NE(r.out.find(expected + "/image.vgpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(expected + testing::FakeImageName()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("5 MiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
   // stderr is a file here: plain progress lines, ending at 100%.
@@ -118,7 +118,7 @@ TEST_F(VgpuctlTest, CheckpointPassesArgumentsAndShowsProgress) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "") << "--quiet";
   json j = ParseJson(r);
-  EXPECT_EQ(j["result"]["path"], "/abs/image.vgpu");
+  EXPECT_EQ(j["result"]["path"], "/abs" + testing::FakeImageName());
   EXPECT_EQ(j["result"]["bytes"], 5u << 20);
   ASSERT_TRUE(ParseCheckpointArgs(handler_->last("checkpoint").args, &a).ok());
   EXPECT_FALSE(a.leave_running);
@@ -128,7 +128,8 @@ TEST_F(VgpuctlTest, Restore) {
   RunResult r = Vgpuctl({"restore", pid_, "--from", "/images/x"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(handler_->last("restore").args["from"], "/images/x");
-  EXPECT_NE(r.out.find("restored " + pid_ + " from /images/x/image.vgpu"), std::string::npos)
+  EXPECT_NE(r.out.find("restored " + pid_ + " from /images/x" + testing::FakeImageName()),
+            std::string::npos)
       << r.out;
   r = Vgpuctl({"restore", pid_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -171,6 +172,19 @@ TEST_F(VgpuctlTest, UsageErrorsExitTwo) {
                                              {"no-such-command"}}) {
     RunResult r = Vgpuctl(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args.back() : "") << r.err;
+  }
+}
+
+// A script's unset variable must not send images to the default directory.
+TEST(Vgpuctl, EmptyPathsAreUsageErrors) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"checkpoint", "1", "--dir", ""},
+                                             {"checkpoint", "1", "--dir="},
+                                             {"restore", "1", "--from", ""},
+                                             {"info", "1", "--run-dir", ""}}) {
+    RunResult r = Vgpuctl(args);
+    EXPECT_EQ(r.exit_code, 2) << args[2] << " " << r.err;
+    EXPECT_NE(r.err.find("not an empty string"), std::string::npos) << r.err;
   }
 }
 

@@ -2,7 +2,9 @@
 //   meminfo            prints "free=<bytes> total=<bytes>" of device 0 (run it
 //                      without LD_PRELOAD: another process's view of the node)
 //   hold THREADS FILE [MiB]  allocates buffers (small and big), fills them with a
-//                      pattern, prints "ready", then THREADS threads copy,
+//                      pattern of its own (seeded by its pid, so that another
+//                      process's image restored into it shows up as wrong
+//                      data), prints "ready", then THREADS threads copy,
 //                      memset and verify them until FILE exists; prints
 //                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
 //   pitch FILE         holds one cuMemAllocPitch buffer until FILE exists
@@ -95,12 +97,16 @@ int main(int argc, char** argv) {
   // Fixed buffers (verified) and one per thread (scratch). residency_test.sh
   // resume_retry counts on one cuMemcpyHtoD per fixed buffer and none later.
   const size_t sizes[] = {1000, 4096, 300000, 3u << 20, 8u << 20};
+  const uint32_t seed = static_cast<uint32_t>(getpid()) * 0x9E3779B9u;
+  auto pattern = [seed](size_t k, size_t i) {
+    return static_cast<uint32_t>(k * 2654435761u + i) ^ seed;
+  };
   std::vector<CUdeviceptr> bufs;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
     CUdeviceptr p = 0;
     CU(cuMemAlloc(&p, sizes[i]));
     std::vector<uint32_t> h(sizes[i] / 4);
-    for (size_t k = 0; k < h.size(); ++k) h[k] = static_cast<uint32_t>(k * 2654435761u + i);
+    for (size_t k = 0; k < h.size(); ++k) h[k] = pattern(k, i);
     CU(cuMemcpyHtoD(p, h.data(), h.size() * 4));
     bufs.push_back(p);
   }
@@ -140,7 +146,7 @@ int main(int argc, char** argv) {
         h.assign(sizes[i] / 4, 0);
         if (cuMemcpyDtoH(h.data(), bufs[i], h.size() * 4) != CUDA_SUCCESS) errors++;
         for (size_t k = 0; k < h.size(); ++k) {
-          if (h[k] != static_cast<uint32_t>(k * 2654435761u + i)) {
+          if (h[k] != pattern(k, i)) {
             errors++;
             break;
           }

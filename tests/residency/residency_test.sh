@@ -12,11 +12,15 @@
 #   residency_test.sh pitch       off VMM, cuMemAllocPitch memory makes suspend/checkpoint refuse
 #   residency_test.sh ctx_drain   suspend drains a created context that allocated nothing but has
 #                                 work queued on another context's memory
+#   residency_test.sh two_jobs    two jobs checkpointed into one directory keep an image each and
+#                                 both restore with their own data; another job's image (or any
+#                                 file) at a job's image name is never replaced; a job may
+#                                 replace its own image
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
 mode=$1
 work=$(mktemp -d /tmp/vgpu-res-test.XXXXXX)
-trap 'rm -rf "$work"; [ -n "${child:-}" ] && kill -9 $child 2>/dev/null' EXIT
+trap 'rm -rf "$work"; [ -n "${child:-}" ] && kill -9 $child 2>/dev/null' EXIT  # $child: pids
 export LD_LIBRARY_PATH=$SIM_DIR
 export VGPU_SIM_KERNELS=$KERNELS
 export VGPU_SIM_NODE=vgpu-res-$mode-$$
@@ -37,6 +41,8 @@ wait_ready() {  # the client prints "ready" once its buffers are filled
   cat "$1"
   fail "client not ready"
 }
+start_time() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }  # field 22, after comm
+image_of() { echo "$1/vgpu-$2-$(start_time "$2").vgpuckpt"; }  # DIR PID: its checkpoint image
 meminfo_free() { "$CLIENT" meminfo | sed -n 's/^free=\([0-9]*\).*/\1/p'; }
 meminfo_total() { "$CLIENT" meminfo | sed -n 's/.*total=\([0-9]*\).*/\1/p'; }
 
@@ -89,10 +95,13 @@ corrupt)
   wait_ready "$work/hold.out"
   wait_agent $child
   ctl checkpoint $child --dir "$work/good" || fail "checkpoint"
+  good=$(image_of "$work/good" $child)
+  [ -f "$good" ] || { ls -l "$work/good"; fail "no image $good"; }
   mkdir -p "$work/bad"
-  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
-  size=$(stat -c %s "$work/bad/image.vgpuckpt")
-  printf '\xff\xff\xff\xff' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  bad=$(image_of "$work/bad" $child)
+  cp "$good" "$bad"
+  size=$(stat -c %s "$bad")
+  printf '\xff\xff\xff\xff' | dd of="$bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
   released=$(meminfo_free)
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
   cat "$work/ctl.out"
@@ -101,16 +110,16 @@ corrupt)
   # Damage in the last frame: restore verifies frame by frame while it maps
   # and copies, so by then nearly everything is on the device; the refusal
   # must release it all again.
-  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
-  tables=$(tail -c 64 "$work/bad/image.vgpuckpt" | od -An -tu8 -N8 | tr -d ' ')
-  printf '\xa5' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((tables - 7)) conv=notrunc status=none
+  cp "$good" "$bad"
+  tables=$(tail -c 64 "$bad" | od -An -tu8 -N8 | tr -d ' ')
+  printf '\xa5' | dd of="$bad" bs=1 seek=$((tables - 7)) conv=notrunc status=none
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "image with a damaged last frame accepted"; fi
   cat "$work/ctl.out"
   grep -q "stays suspended" "$work/ctl.out" || fail "refusal does not say the process stays suspended"
   after=$(meminfo_free)
   echo "device free while checkpointed $released, after the refused restore $after"
   [ "$after" = "$released" ] || fail "refused restore left device memory mapped"
-  : >"$work/bad/image.vgpuckpt"
+  : >"$bad"
   if "$VGPUCTL" restore $child --from "$work/bad" >/dev/null 2>&1; then fail "truncated image accepted"; fi
   ctl restore $child --from "$work/good" || fail "restore from the good image"
   sleep 0.2
@@ -132,9 +141,10 @@ suspended_restore)
   ctl checkpoint $child --dir "$work/good" --leave-running || fail "checkpoint"
   ctl suspend $child || fail "suspend"
   mkdir -p "$work/bad"
-  cp "$work/good/image.vgpuckpt" "$work/bad/image.vgpuckpt"
-  size=$(stat -c %s "$work/bad/image.vgpuckpt")
-  printf '\xff\xff\xff\xff' | dd of="$work/bad/image.vgpuckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  bad=$(image_of "$work/bad" $child)
+  cp "$(image_of "$work/good" $child)" "$bad"
+  size=$(stat -c %s "$bad")
+  printf '\xff\xff\xff\xff' | dd of="$bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
   cat "$work/ctl.out"
   "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
@@ -219,6 +229,57 @@ ctx_drain)
   wait $child; st=$?; child=
   cat "$work/ctx.out"
   [ $st -eq 0 ] || fail "the second context's work was lost or faulted across suspend (exit $st)"
+  ;;
+two_jobs)
+  # The jobs' data differ (the client seeds its pattern with its pid): a job
+  # restored from the other's image fails its own verification.
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 2 "$work/stop" >"$work/a.out" 2>&1 &
+  a=$!
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 2 "$work/stop" >"$work/b.out" 2>&1 &
+  b=$!
+  child="$a $b"
+  wait_ready "$work/a.out"
+  wait_ready "$work/b.out"
+  wait_agent $a
+  wait_agent $b
+  ctl checkpoint $a --dir "$work/ckpt" || fail "checkpoint of job A"
+  ctl checkpoint $b --dir "$work/ckpt" || fail "checkpoint of job B"
+  ls -l "$work/ckpt"
+  ctl restore $a --from "$work/ckpt" || fail "restore of job A"
+  ctl restore $b --from "$work/ckpt" || fail "restore of job B"
+  [ -f "$(image_of "$work/ckpt" $a)" ] || fail "job A's image is not named after it"
+  [ -f "$(image_of "$work/ckpt" $b)" ] || fail "job B's image is not named after it"
+  # A directory without the job's image: none is taken instead, the others are named.
+  mkdir -p "$work/other"
+  cp "$(image_of "$work/ckpt" $a)" "$work/other/"
+  if "$VGPUCTL" restore $b --from "$work/other" >"$work/ctl.out" 2>&1; then
+    fail "job B restored from a directory holding only job A's image"
+  fi
+  cat "$work/ctl.out"
+  grep -q "vgpu-$a-" "$work/ctl.out" || fail "the refusal does not name the image that is there"
+  # A file at a job's image name that the job did not write is never
+  # replaced, and the job keeps running.
+  mkdir -p "$work/taken"
+  echo "someone else's" >"$(image_of "$work/taken" $b)"
+  if "$VGPUCTL" checkpoint $b --dir "$work/taken" >"$work/ctl.out" 2>&1; then
+    fail "checkpoint replaced a file it did not write"
+  fi
+  cat "$work/ctl.out"
+  grep -q "refusing to replace" "$work/ctl.out" || fail "the refusal does not say why"
+  [ "$(cat "$(image_of "$work/taken" $b)")" = "someone else's" ] || fail "the file was changed"
+  "$VGPUCTL" info $b >"$work/ctl.out" 2>&1
+  grep -q "state *running" "$work/ctl.out" || { cat "$work/ctl.out"; fail "job B not running"; }
+  # Its own image a job may replace (atomically), and restore from it.
+  ctl checkpoint $a --dir "$work/ckpt" || fail "second checkpoint of job A into the same directory"
+  ctl restore $a --from "$work/ckpt" || fail "restore of job A from its replaced image"
+  sleep 0.2
+  touch "$work/stop"
+  wait $a; sa=$?
+  wait $b; sb=$?
+  child=
+  cat "$work/a.out" "$work/b.out"
+  [ $sa -eq 0 ] || fail "job A saw wrong data after its restore"
+  [ $sb -eq 0 ] || fail "job B saw wrong data after its restore"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

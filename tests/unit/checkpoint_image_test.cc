@@ -523,6 +523,22 @@ TEST_F(AtomicWriteTest, WriterDestroyedBeforeFinishLeavesPreviousImage) {
   ExpectPreviousImageIntact();
 }
 
+// replace = false: an image that appears at the path while the writer runs
+// (another job's) is never overwritten; a free path is written as usual.
+TEST_F(AtomicWriteTest, NoReplaceWriterLeavesAnExistingImage) {
+  WriterOptions o = SmallFrames();
+  o.replace = false;
+  Status s = Write(Path("job.img"), Big(), o);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("refusing to replace"), std::string::npos) << s.message();
+  EXPECT_TRUE(TempFiles().empty());
+  ExpectPreviousImageIntact();
+  ASSERT_TRUE(Write(Path("other.img"), MixedRecords(), o).ok());
+  std::unique_ptr<ImageReader> r;
+  ASSERT_TRUE(ImageReader::Open(Path("other.img"), {}, &r).ok());
+  ExpectContents(*r, MixedRecords());
+}
+
 // A write error mid-way (EFBIG from RLIMIT_FSIZE, as a full disk would give
 // ENOSPC) is reported, the temp file is removed and the old image stays.
 TEST_F(AtomicWriteTest, WriteErrorLeavesPreviousImage) {
