@@ -10,6 +10,7 @@
 
 #include "ctl/agent.h"
 #include "ctl/protocol.h"
+#include "ctl/run_dir.h"
 #include "intercept/log.h"
 #include "intercept/real_driver.h"
 #include "intercept/residency.h"
@@ -18,6 +19,24 @@
 
 namespace vgpu {
 namespace {
+
+// $VGPU_CHECKPOINT_DIR, else $TMPDIR (/tmp)/vgpu-checkpoints-<uid>/<pid>. The
+// base under a world-writable directory is created 0700, or checked like the run directory
+// (ours, no symlink, not writable by others) when it exists: another user who
+// pre-created it could otherwise delete, swap or read our images.
+ctl::Status DefaultCheckpointDir(std::string* dir) {
+  const char* env = std::getenv("VGPU_CHECKPOINT_DIR");
+  if (env != nullptr && *env != '\0') {
+    *dir = env;
+    return ctl::Status::Ok();
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") +
+                     "/vgpu-checkpoints-" + std::to_string(geteuid());
+  if (auto s = ctl::EnsureRunDir(base); !s.ok()) return s;
+  *dir = base + "/" + std::to_string(getpid());
+  return ctl::Status::Ok();
+}
 
 using ctl::ErrorCode;
 using ctl::Response;
@@ -53,9 +72,7 @@ class ResidencyHandler : public ctl::Handler {
       if (auto s = ctl::ParseCheckpointArgs(req.args, &a); !s.ok()) return Response::Error(s);
       std::string dir = a.dir;
       if (dir.empty()) {
-        const char* env = std::getenv("VGPU_CHECKPOINT_DIR");
-        dir = env != nullptr && *env != '\0' ? std::string(env)
-                                             : "/tmp/vgpu-checkpoints/" + std::to_string(getpid());
+        if (auto s = DefaultCheckpointDir(&dir); !s.ok()) return Response::Error(s);
       }
       r = residency::Checkpoint(dir, a.leave_running, progress);
     } else if (req.cmd == "restore") {

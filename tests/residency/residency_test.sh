@@ -16,11 +16,14 @@
 #                                 both restore with their own data; another job's image (or any
 #                                 file) at a job's image name is never replaced; a job may
 #                                 replace its own image
+#   residency_test.sh default_dir without --dir, the image goes to a private
+#                                 $TMPDIR/vgpu-checkpoints-<uid>/<pid>; an unsafe base is refused
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
 set -u
 mode=$1
 work=$(mktemp -d /tmp/vgpu-res-test.XXXXXX)
-trap 'rm -rf "$work"; [ -n "${child:-}" ] && kill -9 $child 2>/dev/null' EXIT  # $child: pids
+# $child: pids. The simulated node's region goes too (each run names its own).
+trap 'rm -rf "$work"; [ -n "${child:-}" ] && kill -9 $child 2>/dev/null; rm -f "/dev/shm/vgpu-sim-$VGPU_SIM_NODE"' EXIT
 export LD_LIBRARY_PATH=$SIM_DIR
 export VGPU_SIM_KERNELS=$KERNELS
 export VGPU_SIM_NODE=vgpu-res-$mode-$$
@@ -43,8 +46,14 @@ wait_ready() {  # the client prints "ready" once its buffers are filled
 }
 start_time() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }  # field 22, after comm
 image_of() { echo "$1/vgpu-$2-$(start_time "$2").vgpuckpt"; }  # DIR PID: its checkpoint image
-meminfo_free() { "$CLIENT" meminfo | sed -n 's/^free=\([0-9]*\).*/\1/p'; }
-meminfo_total() { "$CLIENT" meminfo | sed -n 's/.*total=\([0-9]*\).*/\1/p'; }
+# mem free|total VAR: sets VAR to a reading of the simulated device; an empty
+# reading fails the test (two empty readings must not compare equal).
+mem() {
+  local v
+  v=$("$CLIENT" meminfo | sed -n "s/^\(.* \)\?$1=\([0-9]*\).*/\2/p")
+  [ -n "$v" ] || fail "no $1 reading from the meminfo client"
+  printf -v "$2" '%s' "$v"
+}
 
 case $mode in
 train)
@@ -53,9 +62,9 @@ train)
   child=$!
   wait_agent $child
   sleep 0.3
-  before=$(meminfo_free)
+  mem free before
   ctl checkpoint $child --dir "$work/ckpt" || fail "checkpoint"
-  during=$(meminfo_free)
+  mem free during
   echo "device free before checkpoint $before, while checkpointed $during"
   [ "$during" -gt "$before" ] || fail "device memory not released while checkpointed"
   sleep 0.2
@@ -72,15 +81,16 @@ cycles)
   child=$!
   wait_ready "$work/hold.out"
   wait_agent $child
-  base=$(meminfo_free)
+  mem free base
   for i in $(seq 1 "$n"); do
     ctl suspend $child || fail "suspend $i"
     if [ $((i % 10)) -eq 1 ]; then
-      free=$(meminfo_free)
+      mem free free
       [ "$free" -gt "$base" ] || fail "cycle $i: device memory not released ($free <= $base)"
       # Everything, the chunk of the buffer it freed before "ready" included
       # (the VMM cache of freed chunks must not survive a suspend).
-      [ "$free" -eq "$(meminfo_total)" ] || fail "cycle $i: device memory still held while suspended ($free free)"
+      mem total total
+      [ "$free" -eq "$total" ] || fail "cycle $i: device memory still held while suspended ($free free)"
     fi
     ctl resume $child || fail "resume $i"
   done
@@ -102,7 +112,7 @@ corrupt)
   cp "$good" "$bad"
   size=$(stat -c %s "$bad")
   printf '\xff\xff\xff\xff' | dd of="$bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
-  released=$(meminfo_free)
+  mem free released
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "damaged image accepted"; fi
   cat "$work/ctl.out"
   "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
@@ -116,7 +126,7 @@ corrupt)
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "image with a damaged last frame accepted"; fi
   cat "$work/ctl.out"
   grep -q "stays suspended" "$work/ctl.out" || fail "refusal does not say the process stays suspended"
-  after=$(meminfo_free)
+  mem free after
   echo "device free while checkpointed $released, after the refused restore $after"
   [ "$after" = "$released" ] || fail "refused restore left device memory mapped"
   : >"$bad"
@@ -137,7 +147,7 @@ suspended_restore)
   child=$!
   wait_ready "$work/hold.out"
   wait_agent $child
-  total=$(meminfo_total)
+  mem total total
   ctl checkpoint $child --dir "$work/good" --leave-running || fail "checkpoint"
   ctl suspend $child || fail "suspend"
   mkdir -p "$work/bad"
@@ -160,7 +170,7 @@ suspended_restore)
   grep -q "its memory is in" "$work/ctl.out" || fail "a midway failure does not say where the memory is"
   "$VGPUCTL" ps --json >"$work/ps.out" 2>&1
   grep -q suspended "$work/ps.out" || { cat "$work/ps.out"; fail "process not suspended after failed restore"; }
-  free=$(meminfo_free)
+  mem free free
   [ "$free" = "$total" ] || fail "failed restore left device memory mapped ($free of $total free)"
   # The host copies are gone: resume must restore from the verified image.
   ctl resume $child || fail "resume after the failed restore"
@@ -280,6 +290,36 @@ two_jobs)
   cat "$work/a.out" "$work/b.out"
   [ $sa -eq 0 ] || fail "job A saw wrong data after its restore"
   [ $sb -eq 0 ] || fail "job B saw wrong data after its restore"
+  ;;
+default_dir)
+  # Without --dir the image goes to $TMPDIR/vgpu-checkpoints-<uid>/<pid>. A
+  # base another user could write to (pre-created world-writable here) is
+  # refused and the job keeps running; once it is private, the checkpoint
+  # lands there and restores.
+  export TMPDIR=$work/tmp
+  base=$TMPDIR/vgpu-checkpoints-$(id -u)
+  mkdir -p "$base"
+  chmod 0777 "$base"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 2 "$work/stop" >"$work/a.out" 2>&1 &
+  child=$!
+  wait_ready "$work/a.out"
+  wait_agent $child
+  if "$VGPUCTL" checkpoint $child >"$work/ctl.out" 2>&1; then
+    fail "checkpoint into a default directory writable by others"
+  fi
+  cat "$work/ctl.out"
+  grep -q "writable" "$work/ctl.out" || fail "the refusal does not say why"
+  [ -z "$(ls -A "$base")" ] || fail "something was written into the unsafe directory"
+  "$VGPUCTL" info $child >"$work/ctl.out" 2>&1
+  grep -q "state *running" "$work/ctl.out" || { cat "$work/ctl.out"; fail "job not running"; }
+  chmod 0700 "$base"
+  ctl checkpoint $child || fail "checkpoint into the default directory"
+  [ -f "$(image_of "$base/$child" $child)" ] || { ls -lR "$base"; fail "no image in $base/$child"; }
+  ctl restore $child || fail "restore from the default directory"
+  touch "$work/stop"
+  wait $child; st=$?
+  child=
+  [ $st -eq 0 ] || fail "job saw wrong data after its restore"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

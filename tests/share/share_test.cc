@@ -45,6 +45,9 @@ class ShareTest : public ::testing::Test {
     }
     shm_unlink(("/vgpu-sim-" + node_).c_str());
     shm_unlink(region_.c_str());
+    for (const std::string& g : groups_) {
+      shm_unlink(("/vgpu-ledger-" + std::to_string(getuid()) + "-" + g).c_str());
+    }
   }
 
   pid_t Spawn(const std::vector<std::string>& env_extra, double seconds, int kernel_us,
@@ -52,6 +55,9 @@ class ShareTest : public ::testing::Test {
     std::vector<std::string> env = {"LD_PRELOAD=" VGPU_LIBVGPU, "LD_LIBRARY_PATH=" VGPU_SIM_DIR,
                                     "VGPU_SIM_NODE=" + node_, "VGPU_SCHED_REGION=" + region_};
     env.insert(env.end(), env_extra.begin(), env_extra.end());
+    for (const std::string& e : env_extra) {
+      if (e.rfind("VGPU_GROUP=", 0) == 0) groups_.push_back(e.substr(11));  // its ledger, removed after
+    }
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -138,6 +144,7 @@ class ShareTest : public ::testing::Test {
   std::string node_, region_;
   std::string trace_;  // SchedLine every 250 ms of the last Shares()
   std::vector<pid_t> pids_;
+  std::vector<std::string> groups_;
   NodeRegion* node_region_ = nullptr;
 };
 
