@@ -83,6 +83,12 @@ bool ParseUint(std::string_view text, uint64_t* out) {
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
+// CUDA's limit on a kernel's parameter bytes (12.1 and later, sm_70 and up);
+// ptxas refuses more. Enforced here because the launch path copies arguments
+// at the parameter offsets into a buffer of param_bytes: a larger layout could
+// wrap LayOutParams' 32-bit offsets and put an argument outside that buffer.
+constexpr uint64_t kMaxParamBytes = 32764;
+
 // A declaration such as ".global .align 4 .b8 name[16] = {...}" or
 // ".param .align 8 .b8 p[16]": element type, alignment, name, element count.
 struct Decl {
@@ -221,10 +227,17 @@ class PtxParser {
     KernelInfo k;
     k.name = std::string(t_[i_++].text);
     std::vector<uint32_t> aligns;
+    uint64_t end = 0;
     if (Accept("(") && !Accept(")")) {
       do {
         Decl d;
         if (!Accept(".param") || !ParseDecl(&d)) return Fail("bad parameter of " + k.name);
+        // Bounding the count first keeps the sum from overflowing.
+        if (d.count > kMaxParamBytes ||
+            (end = AlignUp(end, d.alignment()) + d.bytes()) > kMaxParamBytes) {
+          return Fail("parameters of " + k.name + " exceed " + std::to_string(kMaxParamBytes) +
+                      " bytes");
+        }
         k.param_sizes.push_back(static_cast<uint32_t>(d.bytes()));
         aligns.push_back(d.alignment());
       } while (Accept(","));

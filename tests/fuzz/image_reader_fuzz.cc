@@ -3,19 +3,24 @@
 // With libFuzzer (clang, -DVGPU_FUZZ=ON, see scripts/fuzz.sh) this is a
 // LLVMFuzzerTestOneInput target. Built without it (any compiler) it is a
 // regression runner: `image_reader_fuzz_regression PATH...` runs every file
-// (directories: every file inside) through the same function, and checks the
-// expectation its name carries: "valid-*" must open and verify, "bad-*" must
-// be refused. Any crash, sanitizer report or unmet expectation fails.
-#include <dirent.h>
-#include <sys/stat.h>
-
+// (directories: every file inside) through the same function and checks the
+// expectation its name carries:
+//   valid-*                     must open and verify;
+//   bad-only-<check>[.variant]  must be refused by that check, recognised by
+//                               its message (kChecks); every check must have
+//                               a seed (vgpu_ckpt_tool make-seeds writes them);
+//   bad-*                       must be refused.
+// Any crash, sanitizer report or unmet expectation fails.
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "checkpoint/image_reader.h"
+#include "tests/fuzz/fuzz_regression.h"
 
 namespace ckpt = vgpu::checkpoint;
 
@@ -24,32 +29,57 @@ namespace {
 // Records larger than this are verified but not read into memory, so that a
 // small input claiming huge zero-filled records cannot exhaust memory.
 constexpr uint64_t kMaxReadBytes = 64ull << 20;
+// Guard bytes (a seed frame's size) after each destination: a reader writing past a record's end
+// fails here even without ASan.
+constexpr size_t kCanaryBytes = 4096;
+constexpr uint8_t kCanary = 0xa5;
 
-// Runs the reader fully; true when the image opened and every frame verified.
-bool RunReader(const uint8_t* data, size_t size) {
+// Harness violations are bugs in the reader whatever the input.
+constexpr char kViolation[] = "HARNESS: ";
+std::string Violation(const std::string& what) { return kViolation + what; }
+bool IsViolation(const std::string& e) { return e.rfind(kViolation, 0) == 0; }
+
+std::string ReadAll(const ckpt::ImageReader& r) {
+  uint64_t budget = kMaxReadBytes;
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; i < r.records().size(); ++i) {
+    const uint64_t n = r.records()[i].size;
+    if (n > budget) continue;
+    budget -= n;
+    buf.assign(n + kCanaryBytes, kCanary);
+    if (ckpt::Status s = r.ReadRecord(i, buf.data(), n); !s.ok()) return s.message();
+    for (size_t k = n; k < buf.size(); ++k)
+      if (buf[k] != kCanary) return Violation("record " + std::to_string(i) + " written past end");
+    if (n > 0 && r.ReadRecord(i, buf.data(), n - 1).ok())
+      return Violation("ReadRecord accepted a wrong size");
+  }
+  if (r.ReadRecord(r.records().size(), nullptr, 0).ok())
+    return Violation("ReadRecord accepted a record that does not exist");
+  return "";
+}
+
+// Runs the reader fully: "" when the image opened and every frame verified
+// and read back, else the first error message.
+std::string RunReader(const uint8_t* data, size_t size) {
   ckpt::ReaderOptions o;
   o.threads = 2;  // exercises the parallel path; cheap enough
   std::unique_ptr<ckpt::ImageReader> r;
-  if (!ckpt::ImageReader::OpenMemory(data, size, o, &r).ok()) return false;
-  bool ok = r->VerifyData().ok();
-  uint64_t budget = kMaxReadBytes;
-  std::vector<uint8_t> buf;
-  for (size_t i = 0; i < r->records().size(); ++i) {
-    const uint64_t n = r->records()[i].size;
-    if (n > budget) continue;
-    budget -= n;
-    buf.assign(n, 0);
-    ok &= r->ReadRecord(i, buf.data(), buf.size()).ok();
-    if (n > 0) ok &= !r->ReadRecord(i, buf.data(), buf.size() - 1).ok();  // wrong size
-  }
-  ok &= !r->ReadRecord(r->records().size(), nullptr, 0).ok();  // no such record
-  return ok;
+  if (ckpt::Status s = ckpt::ImageReader::OpenMemory(data, size, o, &r); !s.ok())
+    return s.message();
+  const ckpt::Status verified = r->VerifyData();
+  const std::string read = ReadAll(*r);  // also after a failed verify: damaged data
+  if (IsViolation(read) || verified.ok()) return read;
+  return verified.message();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  RunReader(data, size);
+  const std::string e = RunReader(data, size);
+  if (IsViolation(e)) {
+    std::fprintf(stderr, "%s\n", e.c_str());
+    std::abort();
+  }
   return 0;
 }
 
@@ -57,45 +87,95 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 namespace {
 
-bool HasPrefix(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+using vgpu::fuzz::HasPrefix;
 
-// Returns the number of failed expectations for one file.
-int RunFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-  const bool ok = RunReader(bytes.data(), bytes.size());
-  const std::string name = path.substr(path.find_last_of('/') + 1);
-  if ((HasPrefix(name, "valid-") && !ok) || (HasPrefix(name, "bad-") && ok)) {
-    std::fprintf(stderr, "FAIL %s: %s\n", path.c_str(), ok ? "accepted" : "refused");
-    return 1;
+// The message each integrity check refuses with ('*': any text), by the name
+// of its seeds: bad-only-<check>[.variant].img.
+const std::pair<const char*, const char*> kChecks[] = {
+    {"empty", "is empty"},
+    {"magic", "bad magic"},
+    {"min-size", "smaller than any image"},
+    {"version-zero", "invalid format version 0"},
+    {"version-newer", "is newer than this vgpu supports"},
+    {"header-flags", "unsupported header flags"},
+    {"frame-size", "invalid frame size"},
+    {"header-reserved", "reserved header bytes are not zero"},
+    {"header-string-length", "header string too long"},
+    {"header-size", "header size * does not match its contents"},
+    {"header-truncated", "truncated: header of"},
+    {"end-magic", "no end marker"},
+    {"trailer-version", "differs from header version"},
+    {"trailer-reserved", "reserved trailer field is not zero"},
+    {"table-count", "table sizes exceed the file size"},
+    {"record-table-offset", "record table offset * out of bounds"},
+    {"frame-table-offset", "frame table offset * inconsistent with record table"},
+    {"tables-end", "tables end at * but the trailer starts at"},
+    {"digest", "digest mismatch"},
+    {"frame-offset", "frame table entry *: offset * expected"},
+    {"frame-raw-size", "frame table entry *: uncompressed size * out of range"},
+    {"frame-reserved", "frame table entry *: reserved field is not zero"},
+    {"raw-frame-size", "raw frame with stored != raw size"},
+    {"zstd-frame-size", "frame table entry *: compressed size * out of range"},
+    {"zero-frame-size", "zero frame with stored bytes"},
+    {"codec", "unknown codec"},
+    {"frames-end", "frames end at * but the record table starts at"},
+    {"va-wrap", "VA range wraps around"},
+    {"device", "negative device"},
+    {"record-reserved", "record *: reserved field is not zero"},
+    {"first-frame", "record *: first frame * expected"},
+    {"frame-count", "record *: frame count * expected"},
+    {"frames-past-end", "frames past the end of the frame table"},
+    {"data-offset", "record *: data offset * expected"},
+    {"frame-sizes", "record *: frame * holds * bytes, expected"},
+    {"orphan-frame", "frames belong to no record"},
+    {"data-bytes", "records hold * bytes, trailer says"},
+    {"va-overlap", "overlap in VA"},
+    {"frame-checksum", "fails its checksum"},
+    {"zstd-checksum", "does not decompress"},
+    {"zstd-size", "decompresses to * bytes, expected"},
+};
+
+std::set<std::string> seen_checks;
+
+std::string CheckOnly(const std::string& name, const std::string& error) {
+  const std::string check = name.substr(9, name.find('.') - 9);  // after "bad-only-"
+  for (const auto& [c, pattern] : kChecks) {
+    if (check != c) continue;
+    seen_checks.insert(c);
+    if (error.empty()) return "accepted; the " + check + " check must refuse it";
+    if (!vgpu::fuzz::MatchesPattern(error, pattern))
+      return "refused by another check than " + check + " (want \"" + pattern + "\"): " + error;
+    return "";
   }
-  return 0;
+  return "no check named " + check + " in kChecks";
 }
 
-std::vector<std::string> Expand(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {path};
-  std::vector<std::string> out;
-  if (DIR* d = opendir(path.c_str())) {
-    while (const dirent* e = readdir(d))
-      if (e->d_name[0] != '.') out.push_back(path + "/" + e->d_name);
-    closedir(d);
+std::string CheckFile(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string error = RunReader(bytes.data(), bytes.size());
+  if (IsViolation(error)) {
+    if (HasPrefix(name, "bad-only-")) CheckOnly(name, error);  // its seed was seen
+    return error;
   }
-  return out;
+  if (HasPrefix(name, "valid-") && !error.empty()) return "refused: " + error;
+  if (HasPrefix(name, "bad-only-")) return CheckOnly(name, error);
+  if (HasPrefix(name, "bad-") && error.empty()) return "accepted";
+  return "";
+}
+
+// Every check must have been seen once a seed directory was given: a check
+// without a seed is a check that can be disabled unnoticed.
+std::string CheckAllSeen() {
+  if (seen_checks.empty()) return "";
+  std::string missing;
+  for (const auto& [c, pattern] : kChecks)
+    if (!seen_checks.count(c)) missing += std::string(missing.empty() ? "" : ", ") + c;
+  return missing.empty() ? "" : "no bad-only-* seed for: " + missing;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int files = 0, failures = 0;
-  for (int i = 1; i < argc; ++i) {
-    for (const std::string& f : Expand(argv[i])) {
-      failures += RunFile(f);
-      ++files;
-    }
-  }
-  std::printf("%d inputs, %d failed expectations\n", files, failures);
-  return failures == 0 && files > 0 ? 0 : 1;
+  return vgpu::fuzz::RunRegression(argc, argv, CheckFile, CheckAllSeen);
 }
 
 #endif  // VGPU_LIBFUZZER
