@@ -401,7 +401,7 @@ bool LooksLikePtx(const void* data, size_t size) {
 }
 
 CUresult ReadPtx(const char* text, size_t size, ModuleImage* out, std::string* error) {
-  const size_t len = strnlen(text, size);
+  const size_t len = text != nullptr ? strnlen(text, size) : 0;  // strnlen's argument is nonnull
   *out = ModuleImage{};
   error->clear();
   return PtxParser(Tokenize(std::string_view(text, len)), error).Parse(out);

@@ -81,7 +81,9 @@ TEST_F(ModuleTest, Fatbin) {
 TEST_F(ModuleTest, LoadErrors) {
   CUmodule m;
   EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND, cuModuleLoad(&m, "/nonexistent/conformance.cubin"));
+  // No magic: the driver reads it as NUL-terminated PTX text, so it must end.
   std::vector<uint8_t> garbage(4096, 0x5a);
+  garbage.back() = 0;
   EXPECT_NE(CUDA_SUCCESS, cuModuleLoadData(&m, garbage.data()));
   ASSERT_CU_OK(cuModuleLoad(&m, CONF_CUBIN_PATH));
   CUfunction f;
