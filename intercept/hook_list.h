@@ -87,7 +87,7 @@
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
   X(cuStreamDestroy_v2)
 
-// NVML entry points (types from sim/nvml/nvml_abi.h until a toolkit ships nvml.h).
+// NVML entry points (types from driver/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \
   X(nvmlShutdown)                                                                \
   X(nvmlInit) X(nvmlInit_v2) X(nvmlInitWithFlags) X(nvmlDeviceGetCount)          \

@@ -6,7 +6,7 @@
 #include <cuda.h>
 
 #include "intercept/hook_list.h"
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 
 #define VGPU_DECLARE_HOOK(sym) \
   extern "C" __attribute__((visibility("default"))) decltype(::sym) vgpu_hook_##sym __asm__(#sym);

@@ -7,7 +7,7 @@
 #include <cuda.h>
 
 #include "intercept/hook_list.h"
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 
 namespace vgpu {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "sim/node_region.h"
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 #include "sim/nvml/nvml_state.h"
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))

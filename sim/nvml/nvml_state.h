@@ -3,7 +3,7 @@
 #pragma once
 
 #include "sim/node_region.h"
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 
 // What an nvmlDevice_t points to: an entry of a static per-process table, so
 // that handles stay valid across nvmlShutdown/nvmlInit and can be validated.

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 #include "sim/nvml/nvml_state.h"
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))

@@ -86,7 +86,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 
 namespace {
 

@@ -34,8 +34,6 @@ GENERATED = {"proc_table.inc": "sim", "error_table.inc": "sim"}
 KNOWN = {
     ("vmm/vmm.cc", "intercept/real_driver.h"),
     ("ctl/vgpuctl.cc", "intercept/config.h"),
-    ("intercept/hooks.h", "sim/nvml/nvml_abi.h"),
-    ("intercept/real_driver.h", "sim/nvml/nvml_abi.h"),
     ("intercept/hooks_lookup.cc", "sim/proc_table.h"),
     ("intercept/hooks_lookup.cc", "proc_table.inc"),
 }

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "sim/node_region.h"
-#include "sim/nvml/nvml_abi.h"
+#include "driver/nvml_abi.h"
 #include "sim/sim_config.h"
 
 namespace vgpu::sim {

@@ -1,5 +1,6 @@
-// The part of the NVML C ABI (nvml.h, NVML API version 12) that the simulated
-// libnvidia-ml.so.1 implements: types, constants and prototypes with the real
+// The driver layer's NVML declarations: the part of the NVML C ABI (nvml.h, NVML
+// API version 12) that libvgpu hooks and the simulated libnvidia-ml.so.1
+// implements: types, constants and prototypes with the real
 // names, values and layouts, so that programs built against NVIDIA's nvml.h
 // (or loading it with dlopen) run unchanged. Written from the public API
 // reference because the toolkit here ships no nvml.h; the static_asserts below
