@@ -11,8 +11,8 @@
 #include "ctl/agent.h"
 #include "ctl/protocol.h"
 #include "ctl/run_dir.h"
+#include "driver/real_driver.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -106,7 +106,7 @@ class ResidencyHandler : public ctl::Handler {
     info.state = residency::StateName(residency::CurrentState());
     info.command = Comm();
     std::map<int, uint64_t> vmm_used;
-    for (const auto& a : vmm::Manager::Get().Allocations()) vmm_used[a.device] += a.size;
+    for (const auto& a : Vmm().Allocations()) vmm_used[a.device] += a.size;
     for (int v = 0; v < rt.devices().count(); ++v) {
       int p = rt.devices().ToPhysical(v);
       ctl::DeviceInfo d;

@@ -7,8 +7,8 @@
 
 #include "common/clock.h"
 #include "common/futex.h"
+#include "driver/real_driver.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 #include "intercept/runtime.h"
 
 namespace vgpu {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "intercept/real_driver.h"
+#include "driver/real_driver.h"
 
 namespace vgpu {
 

@@ -5,7 +5,7 @@
 
 #include <cuda.h>
 
-#include "intercept/hook_list.h"
+#include "driver/hook_list.h"
 #include "driver/nvml_abi.h"
 
 #define VGPU_DECLARE_HOOK(sym) \

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "driver/real_driver.h"
 #include "intercept/hooks.h"
-#include "intercept/real_driver.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -66,7 +66,7 @@ CUresult NoteCreated(CUcontext* pctx, CUresult r) {
 }
 
 void ReleaseContextCharges(CUcontext ctx) {
-  vmm::Manager::Get().FreeContext(ctx);
+  Vmm().FreeContext(ctx);
   residency::ForgetNonMigratableContext(ctx);
   Runtime& rt = Runtime::Get();
   for (const Charge& c : rt.allocations().TakeContext(ctx)) {
@@ -308,7 +308,7 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
   VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
       vgpu::vmm::AllocationInfo info;
-      if (r == CUDA_SUCCESS && vgpu::vmm::Manager::Get().Find(ptr, &info)) vgpu::VmmAttribute(attribute, info, data);
+      if (r == CUDA_SUCCESS && vgpu::Vmm().Find(ptr, &info)) vgpu::VmmAttribute(attribute, info, data);
       if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
         *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
       }
@@ -319,7 +319,7 @@ VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribu
   VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
       vgpu::vmm::AllocationInfo info;
-      if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr && vgpu::vmm::Manager::Get().Find(ptr, &info)) {
+      if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr && vgpu::Vmm().Find(ptr, &info)) {
         for (unsigned i = 0; i < numAttributes; ++i) {
           if (data[i] != nullptr) vgpu::VmmAttribute(attributes[i], info, data[i]);
         }

@@ -1,9 +1,9 @@
 // Hot paths: every launch form (governed by the compute share) and the async
 // host-to-device copy. With tokens available they take no lock, make no
 // syscall, allocate nothing and never log.
-#include "intercept/hooks.h"
+#include "driver/real_driver.h"
 #include "intercept/compute_share.h"
-#include "intercept/real_driver.h"
+#include "intercept/hooks.h"
 #include "intercept/residency.h"
 
 namespace {

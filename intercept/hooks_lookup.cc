@@ -6,11 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "driver/proc_table.h"
+#include "driver/real_driver.h"
 #include "intercept/hooks.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 #include "intercept/runtime.h"
-#include "sim/proc_table.h"
 
 // The same table the simulated driver answers from, derived from the
 // toolkit headers; libvgpu needs only its (name, version, variant) -> symbol.
@@ -20,7 +20,7 @@
 namespace vgpu {
 namespace {
 
-using sim::kProcTable;
+using driver::kProcTable;
 
 struct HookEntry {
   const char* name;
@@ -50,7 +50,7 @@ const std::vector<HookEntry>& Hooks() {
 // The exported symbol the driver returns for (name, version, flags).
 const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
   bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-  sim::ProcLookup l = sim::LookupProc(kProcTable, sizeof kProcTable / sizeof kProcTable[0], name,
+  driver::ProcLookup l = driver::LookupProc(kProcTable, sizeof kProcTable / sizeof kProcTable[0], name,
                                       version, per_thread);
   return l.entry != nullptr ? l.entry->symbol : nullptr;
 }
@@ -147,12 +147,12 @@ extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefin
   const char* checked = name;
   asm("" : "+r"(checked));
   if (checked == nullptr) return nullptr;
-  void* real = vgpu::RealDlsym(handle, name);
+  void* real = vgpu::driver::RealDlsym(handle, name);
   if (real == nullptr) return real;
   bool cu = name[0] == 'c' && name[1] == 'u';
   bool nvml = std::strncmp(name, "nvml", 4) == 0;
   if (!cu && !nvml) return real;
-  if (!vgpu::DefinedIn(real, cu ? "libcuda.so" : "libnvidia-ml.so")) return real;
+  if (!vgpu::driver::DefinedIn(real, cu ? "libcuda.so" : "libnvidia-ml.so")) return real;
   void* replacement = vgpu::Replacement(name);
   return replacement != nullptr ? replacement : real;
 }

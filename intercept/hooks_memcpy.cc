@@ -1,8 +1,8 @@
 // Copies and memsets: pass-through bodies inside the quiesce gate, so that no
 // copy touches device memory while the process is suspended (docs/vmm.md).
 // Generated from cuda.h's declarations (every form and its per-thread twin).
+#include "driver/real_driver.h"
 #include "intercept/hooks.h"
-#include "intercept/real_driver.h"
 #include "intercept/residency.h"
 
 VGPU_HOOK(cuMemcpy) CUresult CUDAAPI vgpu_hook_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {

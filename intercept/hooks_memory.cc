@@ -8,9 +8,9 @@
 #include <mutex>
 
 #include "common/byte_size.h"
+#include "driver/real_driver.h"
 #include "intercept/hooks.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -129,7 +129,7 @@ void InstallVmmAccounting() {
     uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
     return used >= limit ? 0 : limit - used;
   };
-  vmm::Manager::Get().SetAccounting(a);
+  Vmm().SetAccounting(a);
 }
 
 // A VMM-backed allocation of `bytes` on the current context; vmm::Manager
@@ -140,23 +140,23 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   Where w;
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return vmm::Manager::Get().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  return Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
 }
 
 // Frees a VMM allocation; vmm::Manager returns the charge of a chunk it
 // destroys.
-CUresult VmmFreeNow(CUdeviceptr dptr) { return vmm::Manager::Get().Free(dptr, nullptr); }
+CUresult VmmFreeNow(CUdeviceptr dptr) { return Vmm().Free(dptr, nullptr); }
 
 // Frees a VMM-backed allocation after the work queued before it (like
 // cuMemFree, which synchronizes). False if dptr is not one of ours.
 bool VmmFree(CUdeviceptr dptr, CUresult* result) {
   vmm::AllocationInfo info;
-  if (!vmm::Manager::Get().Find(dptr, &info)) return false;
+  if (!Vmm().Find(dptr, &info)) return false;
   if (info.va != dptr) {
     *result = CUDA_ERROR_INVALID_VALUE;
     return true;
   }
-  vmm::Manager::WithContext(info.ctx, [] { return REAL_CALL(cuCtxSynchronize); });
+  Vmm().WithContext(info.ctx, [] { return REAL_CALL(cuCtxSynchronize); });
   *result = VmmFreeNow(dptr);
   return true;
 }
@@ -215,7 +215,7 @@ bool Capturing(CUstream h) {
 CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
   if (VmmOn() && !Capturing(h)) {
     vmm::AllocationInfo info;
-    if (vmm::Manager::Get().Find(dptr, &info)) {
+    if (Vmm().Find(dptr, &info)) {
       if (info.va != dptr) return CUDA_ERROR_INVALID_VALUE;
       // Stream order: the memory is reused only after the work queued before
       // the free has run.
@@ -461,7 +461,7 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
       // Freed chunks kept for reuse are given back first: the answer is then
       // what the driver would say after the program's frees, and it is what
       // the ledger holds.
-      if (vgpu::VmmOn() && have_device) vgpu::vmm::Manager::Get().TrimCache(d);
+      if (vgpu::VmmOn() && have_device) vgpu::Vmm().TrimCache(d);
       CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
       vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
       if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
@@ -476,7 +476,7 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
 VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
     vgpu::vmm::AllocationInfo info;
-    if (vgpu::Runtime::Get().ready() && vgpu::vmm::Manager::Get().Find(dptr, &info)) {
+    if (vgpu::Runtime::Get().ready() && vgpu::Vmm().Find(dptr, &info)) {
       if (pbase != nullptr) *pbase = info.va;
       if (psize != nullptr) *psize = info.size;
       return CUDA_SUCCESS;

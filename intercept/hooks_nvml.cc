@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "driver/real_driver.h"
 #include "intercept/hooks.h"
-#include "intercept/real_driver.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
 
@@ -112,7 +112,7 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   // As in cuMemGetInfo: this process's cached freed chunks are given back
   // first, so that its own view matches what it holds. NVML calls are not
   // gated: never wait here for a suspend in progress.
-  vmm::Manager::Get().TryTrimCache(p);
+  Vmm().TryTrimCache(p);
   uint64_t limit = ledger->Limit(p);
   if (limit == kUnlimited) return false;
   // The same view as cuMemGetInfo's: free is also bounded by the device's.

@@ -21,9 +21,10 @@
 #include "checkpoint/image_writer.h"
 #include "common/byte_size.h"
 #include "common/process_info.h"
+#include "driver/real_driver.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 #include "intercept/residency_staging.h"
+#include "intercept/runtime.h"
 #include "vmm/vmm.h"
 
 namespace vgpu::residency {
@@ -71,10 +72,10 @@ void Quiesce() {
     std::lock_guard<std::mutex> lock(g_book_mu);
     ctxs = *g_contexts;
   }
-  for (CUcontext c : vmm::Manager::Get().Contexts()) ctxs.insert(c);
+  for (CUcontext c : Vmm().Contexts()) ctxs.insert(c);
   for (CUcontext c : ctxs) {
     if (c == nullptr) continue;
-    vmm::Manager::WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
+    Vmm().WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
   }
   int n = 0;
   if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) n = 0;
@@ -84,7 +85,7 @@ void Quiesce() {
     if (REAL_CALL(cuDevicePrimaryCtxGetState, d, &flags, &active) != CUDA_SUCCESS || !active) continue;
     CUcontext c = nullptr;
     if (REAL_CALL(cuDevicePrimaryCtxRetain, &c, d) != CUDA_SUCCESS) continue;
-    if (ctxs.count(c) == 0) vmm::Manager::WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
+    if (ctxs.count(c) == 0) Vmm().WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
     REAL_CALL(cuDevicePrimaryCtxRelease_v2, d);
   }
 }
@@ -113,7 +114,7 @@ Result RefuseNonMigratable() {
 Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
   constexpr size_t kPiece = 16ull << 20;
   for (size_t o = 0; o < a.size; o += kPiece) {
-    const uint8_t* src = vmm::Manager::Get().HostCopy(a.va + o);
+    const uint8_t* src = Vmm().HostCopy(a.va + o);
     if (src == nullptr) return Result::Error("EIO", "suspended allocation has no host copy");
     if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
       return Result::Error("EIO", st.message());
@@ -221,7 +222,7 @@ std::string Hex(uint64_t v) {
 Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
                   std::vector<RestoreTarget>* targets) {
   targets->clear();  // a second match (after quiescing) replaces the first
-  std::vector<vmm::AllocationInfo> allocs = vmm::Manager::Get().Allocations();
+  std::vector<vmm::AllocationInfo> allocs = Vmm().Allocations();
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
   if (recs.size() != allocs.size()) {
@@ -247,7 +248,7 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
 // Maps fresh device memory and streams the image into it.
 std::string MapAndLoad(const checkpoint::ImageReader& reader,
                        const std::vector<RestoreTarget>& targets, const Progress& progress) {
-  if (CUresult r = vmm::Manager::Get().RecreateAll(nullptr); r != CUDA_SUCCESS) {
+  if (CUresult r = Vmm().RecreateAll(nullptr); r != CUDA_SUCCESS) {
     return "cannot map device memory for the restore: " + CuErr(r);
   }
   uint64_t total = reader.info().data_bytes;
@@ -275,7 +276,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   }
   std::vector<RestoreTarget> targets;
   if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
-  vmm::Manager& m = vmm::Manager::Get();
+  vmm::Manager& m = Vmm();
   State before = g_state.load();
   if (before == State::kCheckpointed) {
     // The device memory is released and the data lives only in an image:
@@ -369,7 +370,7 @@ Result Suspend(const Progress& progress) {
     return r;
   }
   auto t_drained = std::chrono::steady_clock::now();
-  vmm::Manager& m = vmm::Manager::Get();
+  vmm::Manager& m = Vmm();
   uint64_t bytes = m.MappedBytes();
   // ReleaseAll copies every chunk out before it unmaps any: the progress call
   // that reports the last byte marks the end of the copy phase.
@@ -403,7 +404,7 @@ Result Resume(const Progress& progress) {
   if (s == State::kRunning) return Result::Error("EBUSY", "process is not suspended");
   if (s == State::kCheckpointed) return RestoreLocked(*g_last_path, progress);
   auto t0 = std::chrono::steady_clock::now();
-  vmm::Manager& m = vmm::Manager::Get();
+  vmm::Manager& m = Vmm();
   CUresult r = m.RecreateAll([&](uint64_t d, uint64_t t) {
     if (progress) progress("copy", d, t);
   });
@@ -445,7 +446,7 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   if (s == State::kRunning) {
     if (Result r = RefuseNonMigratable(); !r.ok) return undo(r);  // allocated while draining
   }
-  vmm::Manager& m = vmm::Manager::Get();
+  vmm::Manager& m = Vmm();
   std::vector<vmm::AllocationInfo> allocs = m.Allocations();
   uint64_t total = 0;
   for (const auto& a : allocs) total += a.size;

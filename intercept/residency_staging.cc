@@ -8,7 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "intercept/real_driver.h"
+#include "driver/real_driver.h"
+#include "intercept/runtime.h"
 
 namespace vgpu::residency {
 namespace {
@@ -153,20 +154,20 @@ checkpoint::FrameBufferAllocator PinnedFrameBuffers(CUcontext ctx) {
   a.alloc = [ctx](size_t n) -> void* {
     void* p = nullptr;
     // Portable: pinned for every context, not only the one that allocates it.
-    CUresult r = vmm::Manager::WithContext(
+    CUresult r = Vmm().WithContext(
         ctx, [&] { return REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE); });
     return r == CUDA_SUCCESS ? p : nullptr;
   };
   // Freed by the agent thread, which has no current context of its own.
   a.free = [ctx](void* p, size_t) {
-    vmm::Manager::WithContext(ctx, [&] { return REAL_CALL(cuMemFreeHost, p); });
+    Vmm().WithContext(ctx, [&] { return REAL_CALL(cuMemFreeHost, p); });
   };
   return a;
 }
 
 CopyStreams::~CopyStreams() {
   for (PerContext& pc : contexts_) {
-    vmm::Manager::WithContext(pc.ctx, [&] {
+    Vmm().WithContext(pc.ctx, [&] {
       StreamPair sp{pc.stream, {pc.done[0], pc.done[1]}};
       return sp.Destroy();
     });
@@ -181,7 +182,7 @@ CUresult CopyStreams::For(CUcontext ctx, PerContext** out) {
     }
   }
   StreamPair sp;
-  CUresult r = vmm::Manager::WithContext(ctx, [&] { return sp.Create(); });
+  CUresult r = Vmm().WithContext(ctx, [&] { return sp.Create(); });
   contexts_.push_back({ctx, sp.stream, {sp.done[0], sp.done[1]}});  // destroyed with the rest
   *out = &contexts_.back();
   return r;
@@ -204,7 +205,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
     if (auto s = w->CommitFrame(); !s.ok()) err = s.message();
     return err.empty();
   };
-  CUresult ctx_r = vmm::Manager::WithContext(a.ctx, [&] {
+  CUresult ctx_r = Vmm().WithContext(a.ctx, [&] {
     for (size_t o = 0; o < a.size;) {
       uint8_t* buf = nullptr;
       size_t n = 0;
@@ -250,7 +251,7 @@ std::string RestoreFrames(const checkpoint::ImageReader& reader,
       auto work = [&, ctx = ctx] {
         std::string e;
         try {
-          CUresult r = vmm::Manager::WithContext(ctx, [&] {
+          CUresult r = Vmm().WithContext(ctx, [&] {
             e = RestoreWorker(run, items, next);
             return CUDA_SUCCESS;
           });

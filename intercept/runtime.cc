@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
 #include "intercept/compute_share.h"
 #include "intercept/log.h"
-#include "intercept/real_driver.h"
 
 namespace vgpu {
 namespace {
@@ -17,6 +17,18 @@ namespace {
 std::mutex g_init_mu;
 
 void AtForkChild() { Runtime::Get().OnForkChild(); }
+
+driver::LibraryPaths ConfiguredLibraries() {
+  const Config& c = Runtime::Get().config();
+  return {c.real_libcuda, c.real_libnvml};
+}
+
+// The driver layer learns where the real libraries are before any hook can
+// load its table (a hook called from another library's constructor that ran
+// before ours would find the sonames).
+__attribute__((constructor)) void InstallLibraryPaths() {
+  driver::SetLibraryPaths(&ConfiguredLibraries);
+}
 
 }  // namespace
 
@@ -28,6 +40,11 @@ void ReportFatal(const std::string& message) {
     (void)w;
   });
   VGPU_LOG(kError, "%s", message.c_str());
+}
+
+vmm::Manager& Vmm() {
+  static auto* m = new vmm::Manager(driver::Cuda());
+  return *m;
 }
 
 Runtime& Runtime::Get() {

@@ -13,6 +13,7 @@
 #include "intercept/allocation_tracker.h"
 #include "intercept/config.h"
 #include "intercept/device_map.h"
+#include "vmm/vmm.h"
 
 namespace vgpu {
 
@@ -48,6 +49,10 @@ class Runtime {
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
 };
+
+// The process's VMM-backed memory (docs/vmm.md), on the real driver's table.
+// Created at first use, never destroyed: hooks may run during exit.
+vmm::Manager& Vmm();
 
 // Reports a configuration error once on stderr: a job that would otherwise
 // run without its quota must say why it does not run at all.

@@ -12,13 +12,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "driver/proc_table.h"
 #include "sim/api_common.h"
-#include "sim/proc_table.h"
-// Generated from the toolkit headers; see sim/tools/gen_proc_table.py.
+// Generated from the toolkit headers; see driver/tools/gen_proc_table.py.
 #include "proc_table.inc"
 
 namespace vgpu::sim {
 namespace {
+
+using driver::kProcDriverVersion;
+using driver::kProcTable;
+using driver::LookupProc;
+using driver::ProcLookup;
 
 constexpr size_t kProcTableSize = sizeof(kProcTable) / sizeof(kProcTable[0]);
 constexpr cuuint64_t kKnownFlags =

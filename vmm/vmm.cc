@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "intercept/real_driver.h"
 
 namespace vgpu::vmm {
 namespace {
@@ -67,19 +66,14 @@ void GiveBack(std::map<K, size_t>* fl, K off, size_t len) {
 
 }  // namespace
 
-Manager& Manager::Get() {
-  static Manager* m = new Manager();  // never destroyed: hooks may run during exit
-  return *m;
-}
-
-CUresult Manager::WithContext(CUcontext ctx, const std::function<CUresult()>& f) {
+CUresult Manager::WithContext(CUcontext ctx, const std::function<CUresult()>& f) const {
   CUcontext prev = nullptr;
-  REAL_CALL(cuCtxGetCurrent, &prev);
+  TABLE_CALL(cuda_, cuCtxGetCurrent, &prev);
   if (ctx != nullptr && ctx != prev) {
-    if (CUresult r = REAL_CALL(cuCtxSetCurrent, ctx); r != CUDA_SUCCESS) return r;
+    if (CUresult r = TABLE_CALL(cuda_, cuCtxSetCurrent, ctx); r != CUDA_SUCCESS) return r;
   }
   CUresult r = f();
-  if (ctx != nullptr && ctx != prev) REAL_CALL(cuCtxSetCurrent, prev);
+  if (ctx != nullptr && ctx != prev) TABLE_CALL(cuda_, cuCtxSetCurrent, prev);
   return r;
 }
 
@@ -91,18 +85,18 @@ CUresult Manager::SpaceFor(int device, Space** out) {
   }
   CUmemAllocationProp prop = PropFor(device);
   size_t gran = 0;
-  if (CUresult r = REAL_CALL(cuMemGetAllocationGranularity, &gran, &prop,
+  if (CUresult r = TABLE_CALL(cuda_, cuMemGetAllocationGranularity, &gran, &prop,
                              CU_MEM_ALLOC_GRANULARITY_MINIMUM);
       r != CUDA_SUCCESS) {
     return r;
   }
   if (gran == 0 || kSmallChunk % gran != 0) gran = std::max<size_t>(gran, 1);
   size_t total = 0;
-  if (CUresult r = REAL_CALL(cuDeviceTotalMem_v2, &total, device); r != CUDA_SUCCESS) return r;
+  if (CUresult r = TABLE_CALL(cuda_, cuDeviceTotalMem_v2, &total, device); r != CUDA_SUCCESS) return r;
   size_t chunk = std::max(gran, kSmallChunk);
   size_t size = RoundUp(std::max<size_t>(total, chunk) * 2, chunk);
   CUdeviceptr base = 0;
-  if (CUresult r = REAL_CALL(cuMemAddressReserve, &base, size, chunk, 0, 0); r != CUDA_SUCCESS) {
+  if (CUresult r = TABLE_CALL(cuda_, cuMemAddressReserve, &base, size, chunk, 0, 0); r != CUDA_SUCCESS) {
     return r;
   }
   Space& s = spaces_[device];
@@ -118,10 +112,10 @@ CUresult Manager::SpaceFor(int device, Space** out) {
 CUresult Manager::MapChunk(Chunk* c) {
   CUmemAllocationProp prop = PropFor(c->device);
   CUmemGenericAllocationHandle h = 0;
-  if (CUresult r = REAL_CALL(cuMemCreate, &h, c->size, &prop, 0); r != CUDA_SUCCESS) return r;
+  if (CUresult r = TABLE_CALL(cuda_, cuMemCreate, &h, c->size, &prop, 0); r != CUDA_SUCCESS) return r;
   c->handle = h;
   if (CUresult r = MapHandle(c); r != CUDA_SUCCESS) {
-    REAL_CALL(cuMemRelease, h);
+    TABLE_CALL(cuda_, cuMemRelease, h);
     c->handle = 0;
     return r;
   }
@@ -129,15 +123,15 @@ CUresult Manager::MapChunk(Chunk* c) {
 }
 
 CUresult Manager::MapHandle(Chunk* c) {
-  if (CUresult r = REAL_CALL(cuMemMap, c->va, c->size, 0, c->handle, 0); r != CUDA_SUCCESS) {
+  if (CUresult r = TABLE_CALL(cuda_, cuMemMap, c->va, c->size, 0, c->handle, 0); r != CUDA_SUCCESS) {
     return r;
   }
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = c->device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (CUresult r = REAL_CALL(cuMemSetAccess, c->va, c->size, &access, 1); r != CUDA_SUCCESS) {
-    REAL_CALL(cuMemUnmap, c->va, c->size);
+  if (CUresult r = TABLE_CALL(cuda_, cuMemSetAccess, c->va, c->size, &access, 1); r != CUDA_SUCCESS) {
+    TABLE_CALL(cuda_, cuMemUnmap, c->va, c->size);
     return r;
   }
   c->mapped = true;
@@ -145,8 +139,8 @@ CUresult Manager::MapHandle(Chunk* c) {
 }
 
 void Manager::UnmapChunk(Chunk* c) {
-  if (c->mapped) REAL_CALL(cuMemUnmap, c->va, c->size);
-  if (c->handle != 0) REAL_CALL(cuMemRelease, c->handle);
+  if (c->mapped) TABLE_CALL(cuda_, cuMemUnmap, c->va, c->size);
+  if (c->handle != 0) TABLE_CALL(cuda_, cuMemRelease, c->handle);
   c->handle = 0;
   c->mapped = false;
 }
@@ -246,7 +240,7 @@ void Manager::Retire(Chunk* c, bool may_cache) {
       }
       // Unmapped, so that a use after free faults as it would without the
       // cache; the physical memory (and its charge) is kept.
-      if (REAL_CALL(cuMemUnmap, c->va, c->size) == CUDA_SUCCESS) {
+      if (TABLE_CALL(cuda_, cuMemUnmap, c->va, c->size) == CUDA_SUCCESS) {
         c->mapped = false;
         c->free_list.clear();
         s.cached_bytes += c->size;
@@ -429,8 +423,8 @@ CUresult Manager::CopyChunk(Chunk* c, bool to_host, uint64_t* done, uint64_t tot
     constexpr size_t kPiece = 64ull << 20;
     for (size_t o = 0; o < c->size; o += kPiece) {
       size_t n = std::min(kPiece, c->size - o);
-      CUresult r = to_host ? REAL_CALL(cuMemcpyDtoH_v2, c->host.get() + o, c->va + o, n)
-                           : REAL_CALL(cuMemcpyHtoD_v2, c->va + o, c->host.get() + o, n);
+      CUresult r = to_host ? TABLE_CALL(cuda_, cuMemcpyDtoH_v2, c->host.get() + o, c->va + o, n)
+                           : TABLE_CALL(cuda_, cuMemcpyHtoD_v2, c->va + o, c->host.get() + o, n);
       if (r != CUDA_SUCCESS) return r;
       *done += n;
       if (progress) progress(*done, total);

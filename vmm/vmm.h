@@ -25,8 +25,9 @@
 // program without the cache would see) and by ReleaseAll (suspend and
 // checkpoint never copy them).
 //
-// Every driver call goes through REAL_CALL. Thread-safe; the allocation path
-// takes one mutex.
+// Every driver call goes through the driver table the owner passes in
+// (libvgpu: the real driver; unit tests: the simulated one or fakes).
+// Thread-safe; the allocation path takes one mutex.
 #pragma once
 
 #include <cuda.h>
@@ -38,6 +39,8 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "driver/real_driver.h"
 
 namespace vgpu::vmm {
 
@@ -93,7 +96,10 @@ struct Accounting {
 
 class Manager {
  public:
-  static Manager& Get();
+  // `cuda` must outlive the manager.
+  explicit Manager(const driver::RealCuda& cuda) : cuda_(cuda) {}
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
   void SetAccounting(const Accounting& a) { accounting_ = a; }
 
   // Allocates on physical device `device` for `ctx`. CUDA_ERROR_OUT_OF_MEMORY
@@ -131,7 +137,7 @@ class Manager {
   const uint8_t* HostCopy(CUdeviceptr va);
   bool AllMapped();
   // Runs f with ctx current on this thread, restoring the previous one.
-  static CUresult WithContext(CUcontext ctx, const std::function<CUresult()>& f);
+  CUresult WithContext(CUcontext ctx, const std::function<CUresult()>& f) const;
 
  private:
   struct Space {
@@ -178,6 +184,7 @@ class Manager {
                      const std::function<void(uint64_t, uint64_t)>& progress);
   void FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it, bool may_cache);
 
+  const driver::RealCuda& cuda_;
   Accounting accounting_;
   std::mutex mu_;
   std::map<int, Space> spaces_;

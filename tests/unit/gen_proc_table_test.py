@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The derivation rules of sim/tools/gen_proc_table.py on small synthetic headers.
+"""The derivation rules of driver/tools/gen_proc_table.py on small synthetic headers.
 
 Run by ctest (proc_table.cmake) as: gen_proc_table_test.py <path of gen_proc_table.py>.
 """

@@ -1,5 +1,5 @@
-# cuGetProcAddress table: the derivation (sim/tools/gen_proc_table.py), its
-# lookup rules (sim/proc_table.h) and the built sim's entry points
+# cuGetProcAddress table: the derivation (driver/tools/gen_proc_table.py), its
+# lookup rules (driver/proc_table.h) and the built sim's entry points
 # (sim/api_procaddress.cc). Included from tests/unit/CMakeLists.txt.
 
 # A copy of the table for the test itself, generated exactly as sim/ does, so
@@ -7,7 +7,7 @@
 file(GLOB VGPU_PROC_TEST_API_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sim/api_*.cc)
 set(VGPU_PROC_TEST_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/proc_table_generated)
 set(VGPU_PROC_TEST_INC ${VGPU_PROC_TEST_GEN_DIR}/proc_table.inc)
-set(VGPU_PROC_TEST_GENERATOR ${PROJECT_SOURCE_DIR}/sim/tools/gen_proc_table.py)
+set(VGPU_PROC_TEST_GENERATOR ${PROJECT_SOURCE_DIR}/driver/tools/gen_proc_table.py)
 add_custom_command(
   OUTPUT ${VGPU_PROC_TEST_INC}
   COMMAND ${Python3_EXECUTABLE} ${VGPU_PROC_TEST_GENERATOR}

@@ -1,7 +1,7 @@
 // The cuGetProcAddress table derived from the toolkit headers
-// (sim/tools/gen_proc_table.py), its lookup rules (sim/proc_table.h), and the
+// (driver/tools/gen_proc_table.py), its lookup rules (driver/proc_table.h), and the
 // entry points of the built simulated libcuda (sim/api_procaddress.cc).
-#include "sim/proc_table.h"
+#include "driver/proc_table.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -18,7 +18,7 @@ int implemented_mark;  // fn of entries the sim implements, in this test's copy
 #define VGPU_PROC_FN(sym) static_cast<void*>(&implemented_mark)
 #include "proc_table.inc"
 
-namespace vgpu::sim {
+namespace vgpu::driver {
 namespace {
 
 constexpr size_t kSize = sizeof(kProcTable) / sizeof(kProcTable[0]);
@@ -237,4 +237,4 @@ TEST_F(SimProcAddress, ExportTableIsNotEmulated) {
 }
 
 }  // namespace
-}  // namespace vgpu::sim
+}  // namespace vgpu::driver

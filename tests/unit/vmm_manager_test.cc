@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "intercept/real_driver.h"
+#include "driver/real_driver.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -45,29 +45,32 @@ CUresult CUDAAPI ManagerDtoH(void* dst, CUdeviceptr src, size_t bytes) {
   return FailsNow(&g_fail_dtoh_in) ? kInjected : ::cuMemcpyDtoH_v2(dst, src, bytes);
 }
 
-}  // namespace
+// The driver table the managers under test are given: the simulated driver
+// this test links, for the entry points vmm::Manager uses, with the copies
+// wrapped. A Manager reaches the driver only through the table it is given.
+driver::RealCuda SimTable() {
+  driver::RealCuda t;
+  t.cuCtxGetCurrent_ = &::cuCtxGetCurrent;
+  t.cuCtxSetCurrent_ = &::cuCtxSetCurrent;
+  t.cuMemGetAllocationGranularity_ = &::cuMemGetAllocationGranularity;
+  t.cuDeviceTotalMem_v2_ = &::cuDeviceTotalMem_v2;
+  t.cuMemAddressReserve_ = &::cuMemAddressReserve;
+  t.cuMemCreate_ = &::cuMemCreate;
+  t.cuMemMap_ = &::cuMemMap;
+  t.cuMemSetAccess_ = &::cuMemSetAccess;
+  t.cuMemUnmap_ = &::cuMemUnmap;
+  t.cuMemRelease_ = &::cuMemRelease;
+  t.cuMemcpyDtoH_v2_ = &ManagerDtoH;
+  t.cuMemcpyHtoD_v2_ = &ManagerHtoD;
+  return t;
+}
 
-// The table REAL_CALL reads; here it points straight at the simulated driver
-// this test links, for the entry points vmm::Manager uses.
-const RealCuda& Cuda() {
-  static const RealCuda table = [] {
-    RealCuda t;
-    t.cuCtxGetCurrent_ = &::cuCtxGetCurrent;
-    t.cuCtxSetCurrent_ = &::cuCtxSetCurrent;
-    t.cuMemGetAllocationGranularity_ = &::cuMemGetAllocationGranularity;
-    t.cuDeviceTotalMem_v2_ = &::cuDeviceTotalMem_v2;
-    t.cuMemAddressReserve_ = &::cuMemAddressReserve;
-    t.cuMemCreate_ = &::cuMemCreate;
-    t.cuMemMap_ = &::cuMemMap;
-    t.cuMemSetAccess_ = &::cuMemSetAccess;
-    t.cuMemUnmap_ = &::cuMemUnmap;
-    t.cuMemRelease_ = &::cuMemRelease;
-    t.cuMemcpyDtoH_v2_ = &ManagerDtoH;
-    t.cuMemcpyHtoD_v2_ = &ManagerHtoD;
-    return t;
-  }();
+const driver::RealCuda& TestTable() {
+  static const driver::RealCuda table = SimTable();
   return table;
 }
+
+}  // namespace
 
 namespace vmm {
 namespace {
@@ -165,7 +168,7 @@ class VmmManagerTest : public ::testing::Test {
   }
 
   CUcontext ctx_[2] = {nullptr, nullptr};
-  Manager m_;
+  Manager m_{TestTable()};
 };
 
 TEST_F(VmmManagerTest, ChargesWholeChunks) {
@@ -428,6 +431,29 @@ TEST_F(VmmManagerTest, ConcurrentAllocFreeAndTrim) {
   EXPECT_EQ(m_.LiveBytes(), 0u);
   m_.TrimCache(1);
   EXPECT_EQ(g_charged, 0u);
+}
+
+CUresult CUDAAPI RefuseCreate(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                              unsigned long long) {
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+// The manager calls the table it was given, not a driver bound at link time:
+// a table whose cuMemCreate refuses makes its allocations fail, while the
+// fixture's manager on the unmodified table still allocates.
+TEST_F(VmmManagerTest, UsesOnlyTheDriverTableItIsGiven) {
+  driver::RealCuda refusing = SimTable();
+  refusing.cuMemCreate_ = &RefuseCreate;
+  Manager other(refusing);
+  other.SetAccounting(TestAccounting());
+  CUdeviceptr p = 0;
+  EXPECT_EQ(other.Alloc(0, ctx_[0], kMiB, nullptr, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(g_charged, 0u) << "a failed cuMemCreate must roll its charge back";
+  CUdeviceptr q = Alloc(kMiB);
+  EXPECT_NE(q, 0u);
+  Free(q);
+  other.FreeContext(ctx_[0]);
+  other.TrimCache(-1);
 }
 
 }  // namespace

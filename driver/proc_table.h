@@ -1,5 +1,5 @@
 // The cuGetProcAddress table: one entry per (base name, ABI version, variant),
-// generated from the toolkit headers by sim/tools/gen_proc_table.py into
+// generated from the toolkit headers by driver/tools/gen_proc_table.py into
 // proc_table.inc, and the lookup rules of the real driver. Header-only so that
 // unit tests can check the rules on the generated table without the sim.
 #pragma once
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace vgpu::sim {
+namespace vgpu::driver {
 
 enum ProcVariant : uint8_t { kProcNormal = 0, kProcPtds = 1, kProcPtsz = 2 };
 
@@ -57,4 +57,4 @@ inline ProcLookup LookupProc(const ProcEntry* table, size_t size, const char* na
   return {best, CU_GET_PROC_ADDRESS_SUCCESS};
 }
 
-}  // namespace vgpu::sim
+}  // namespace vgpu::driver

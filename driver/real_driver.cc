@@ -1,14 +1,12 @@
-#include "intercept/real_driver.h"
+#include "driver/real_driver.h"
 
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstring>
-#include <mutex>
 
-#include "intercept/runtime.h"
-
-namespace vgpu {
+namespace vgpu::driver {
 namespace {
 
 using DlsymFn = void* (*)(void*, const char*);
@@ -38,22 +36,11 @@ void Resolve(void* handle, const char* name, T* out) {
   *out = handle != nullptr ? reinterpret_cast<T>(RealDlsym(handle, name)) : nullptr;
 }
 
-RealCuda* LoadCuda() {
-  auto* t = new RealCuda();
-  t->handle = OpenLibrary(Runtime::Get().config().real_libcuda, "libcuda.so.1");
-#define VGPU_RESOLVE(sym) Resolve(t->handle, #sym, &t->sym##_);
-  VGPU_CU_HOOKS(VGPU_RESOLVE)
-  VGPU_CU_INTERNAL(VGPU_RESOLVE)
-  return t;
-}
+std::atomic<LibraryPathsFn> g_paths{nullptr};
 
-RealNvml* LoadNvml() {
-  auto* t = new RealNvml();
-  t->handle = OpenLibrary(Runtime::Get().config().real_libnvml, "libnvidia-ml.so.1");
-  VGPU_NVML_HOOKS(VGPU_RESOLVE)
-  VGPU_NVML_INTERNAL(VGPU_RESOLVE)
-#undef VGPU_RESOLVE
-  return t;
+LibraryPaths Paths() {
+  LibraryPathsFn f = g_paths.load(std::memory_order_acquire);
+  return f != nullptr ? f() : LibraryPaths{};
 }
 
 }  // namespace
@@ -64,13 +51,40 @@ __attribute__((no_sanitize("address", "undefined"))) void* RealDlsym(void* handl
   return f != nullptr ? f(handle, name) : nullptr;
 }
 
+void SetLibraryPaths(LibraryPathsFn paths) { g_paths.store(paths, std::memory_order_release); }
+
+bool LoadCuda(const std::string& path, RealCuda* t) {
+  t->handle = OpenLibrary(path, "libcuda.so.1");
+#define VGPU_RESOLVE(sym) Resolve(t->handle, #sym, &t->sym##_);
+  VGPU_CU_HOOKS(VGPU_RESOLVE)
+  VGPU_CU_INTERNAL(VGPU_RESOLVE)
+  return t->handle != nullptr;
+}
+
+bool LoadNvml(const std::string& path, RealNvml* t) {
+  t->handle = OpenLibrary(path, "libnvidia-ml.so.1");
+  VGPU_NVML_HOOKS(VGPU_RESOLVE)
+  VGPU_NVML_INTERNAL(VGPU_RESOLVE)
+#undef VGPU_RESOLVE
+  return t->handle != nullptr;
+}
+
+// Never destroyed: hooks may run during exit.
 const RealCuda& Cuda() {
-  static RealCuda* t = LoadCuda();
+  static const RealCuda* t = [] {
+    auto* table = new RealCuda();
+    LoadCuda(Paths().libcuda, table);
+    return table;
+  }();
   return *t;
 }
 
 const RealNvml& Nvml() {
-  static RealNvml* t = LoadNvml();
+  static const RealNvml* t = [] {
+    auto* table = new RealNvml();
+    LoadNvml(Paths().libnvml, table);
+    return table;
+  }();
   return *t;
 }
 
@@ -87,4 +101,4 @@ bool DefinedIn(const void* symbol, const char* soname_prefix) {
   return std::strncmp(base, soname_prefix, std::strlen(soname_prefix)) == 0;
 }
 
-}  // namespace vgpu
+}  // namespace vgpu::driver
