@@ -1,6 +1,10 @@
 // CUDA arrays: opaque, backed by linear device memory in row-major order.
+// A mipmapped array is a set of such arrays, one per level, each level half
+// the size of the one above in every dimension (layers are not halved).
+#include <algorithm>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 #include "sim/api_common.h"
 #include "sim/context.h"
@@ -11,8 +15,13 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
 
+struct MipmappedArray {
+  std::vector<ArrayObject*> levels;
+};
+
 std::mutex g_mu;
 auto* g_arrays = new std::unordered_set<ArrayObject*>();
+auto* g_mipmaps = new std::unordered_set<MipmappedArray*>();
 
 CUresult CreateArray(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& d) {
   if (out == nullptr || d.Width == 0 || FormatBytes(d.Format) == 0 ||
@@ -34,6 +43,36 @@ CUresult CreateArray(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& d) {
   g_arrays->insert(a);
   *out = reinterpret_cast<CUarray>(a);
   return CUDA_SUCCESS;
+}
+
+void DestroyArray(ArrayObject* a) {
+  FreeDeviceMemory(a->mem);
+  delete a;
+}
+
+// Levels a mipmapped array of this extent can have: down to 1 in the largest
+// dimension.
+unsigned MaxLevels(const CUDA_ARRAY3D_DESCRIPTOR& d) {
+  size_t extent = std::max({d.Width, d.Height, (d.Flags & CUDA_ARRAY3D_LAYERED) != 0 ? 0 : d.Depth});
+  unsigned levels = 1;
+  while (extent > 1) {
+    extent >>= 1;
+    ++levels;
+  }
+  return levels;
+}
+
+CUDA_ARRAY3D_DESCRIPTOR LevelOf(CUDA_ARRAY3D_DESCRIPTOR d, unsigned level) {
+  auto half = [level](size_t v) { return v == 0 ? 0 : std::max<size_t>(1, v >> level); };
+  d.Width = half(d.Width);
+  d.Height = half(d.Height);
+  if ((d.Flags & CUDA_ARRAY3D_LAYERED) == 0) d.Depth = half(d.Depth);
+  return d;
+}
+
+void DestroyMipmap(MipmappedArray* m) {
+  for (ArrayObject* a : m->levels) DestroyArray(a);
+  delete m;
 }
 
 }  // namespace
@@ -92,9 +131,60 @@ SIM_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray h) {
   auto* a = reinterpret_cast<ArrayObject*>(h);
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (g_arrays->erase(a) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (g_arrays->count(a) == 0 || a->mipmap_level) return CUDA_ERROR_INVALID_HANDLE;
+    g_arrays->erase(a);
   }
-  FreeDeviceMemory(a->mem);
-  delete a;
+  DestroyArray(a);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
+                                                  const CUDA_ARRAY3D_DESCRIPTOR* d,
+                                                  unsigned int numMipmapLevels) {
+  SIM_ENTER("cuMipmappedArrayCreate");
+  if (pHandle == nullptr || d == nullptr || numMipmapLevels == 0 ||
+      numMipmapLevels > MaxLevels(*d)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto* m = new MipmappedArray();
+  for (unsigned l = 0; l < numMipmapLevels; ++l) {
+    CUarray level = nullptr;
+    if (CUresult r = CreateArray(&level, LevelOf(*d, l)); r != CUDA_SUCCESS) {
+      std::lock_guard<std::mutex> lock(g_mu);
+      for (ArrayObject* a : m->levels) g_arrays->erase(a);
+      DestroyMipmap(m);
+      return r;
+    }
+    m->levels.push_back(reinterpret_cast<ArrayObject*>(level));
+    m->levels.back()->mipmap_level = true;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_mipmaps->insert(m);
+  *pHandle = reinterpret_cast<CUmipmappedArray>(m);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayGetLevel(CUarray* pLevelArray,
+                                                    CUmipmappedArray hMipmappedArray,
+                                                    unsigned int level) {
+  SIM_ENTER("cuMipmappedArrayGetLevel");
+  auto* m = reinterpret_cast<MipmappedArray*>(hMipmappedArray);
+  if (pLevelArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_mipmaps->count(m) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (level >= m->levels.size()) return CUDA_ERROR_INVALID_VALUE;
+  *pLevelArray = reinterpret_cast<CUarray>(m->levels[level]);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  SIM_ENTER("cuMipmappedArrayDestroy");
+  auto* m = reinterpret_cast<MipmappedArray*>(hMipmappedArray);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_mipmaps->erase(m) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    for (ArrayObject* a : m->levels) g_arrays->erase(a);
+  }
+  DestroyMipmap(m);
   return CUDA_SUCCESS;
 }

@@ -16,6 +16,7 @@ struct ArrayObject {
   CUdeviceptr mem = 0;
   size_t row_bytes = 0;  // width * element size
   int device = 0;
+  bool mipmap_level = false;  // owned by a mipmapped array: not destroyed alone
 };
 bool IsLiveArray(ArrayObject* a);
 size_t FormatBytes(CUarray_format f);

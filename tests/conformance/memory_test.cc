@@ -293,6 +293,68 @@ TEST_F(MemoryTest, ArrayCreateAndDescriptor) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArrayCreate(&arr, &desc));
 }
 
+// A mipmapped array: each level halves every dimension down to 1, a level
+// beyond the last is refused, its levels are arrays that copies accept, and
+// destroying it gives the memory back.
+TEST_F(MemoryTest, MipmappedArrayLevels) {
+  size_t free0 = 0, total = 0;
+  ASSERT_CU_OK(cuMemGetInfo(&free0, &total));
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  desc.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  desc.NumChannels = 4;
+  desc.Width = 64;
+  desc.Height = 16;
+  CUmipmappedArray mip = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMipmappedArrayCreate(&mip, &desc, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMipmappedArrayCreate(&mip, &desc, 8)) << "64 wide: 7 levels";
+  ASSERT_CU_OK(cuMipmappedArrayCreate(&mip, &desc, 7));
+  const size_t widths[] = {64, 32, 16, 8, 4, 2, 1}, heights[] = {16, 8, 4, 2, 1, 1, 1};
+  for (unsigned l = 0; l < 7; ++l) {
+    CUarray level = nullptr;
+    ASSERT_CU_OK(cuMipmappedArrayGetLevel(&level, mip, l));
+    CUDA_ARRAY3D_DESCRIPTOR got{};
+    ASSERT_CU_OK(cuArray3DGetDescriptor(&got, level));
+    EXPECT_EQ(got.Width, widths[l]) << "level " << l;
+    EXPECT_EQ(got.Height, heights[l]) << "level " << l;
+    EXPECT_EQ(got.Format, CU_AD_FORMAT_UNSIGNED_INT8);
+    EXPECT_EQ(got.NumChannels, 4u);
+  }
+  CUarray level = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMipmappedArrayGetLevel(&level, mip, 7));
+
+  // Level 1 (32 x 8 texels of 4 bytes) round trip.
+  ASSERT_CU_OK(cuMipmappedArrayGetLevel(&level, mip, 1));
+  std::vector<uint8_t> src(32 * 4 * 8), dst(src.size(), 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src.data();
+  c.srcPitch = 32 * 4;
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  c.dstArray = level;
+  c.WidthInBytes = 32 * 4;
+  c.Height = 8;
+  ASSERT_CU_OK(cuMemcpy2D(&c));
+  CUDA_MEMCPY2D b{};
+  b.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  b.srcArray = level;
+  b.dstMemoryType = CU_MEMORYTYPE_HOST;
+  b.dstHost = dst.data();
+  b.dstPitch = 32 * 4;
+  b.WidthInBytes = 32 * 4;
+  b.Height = 8;
+  ASSERT_CU_OK(cuMemcpy2D(&b));
+  EXPECT_EQ(src, dst);
+
+  ASSERT_CU_OK(cuMipmappedArrayDestroy(mip));
+  size_t free1 = 0;
+  ASSERT_CU_OK(cuMemGetInfo(&free1, &total));
+  if (IsSim()) {  // a real driver may keep freed memory cached; a stale handle is undefined
+    EXPECT_EQ(free1, free0);
+    EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMipmappedArrayGetLevel(&level, mip, 0));
+  }
+}
+
 TEST_F(MemoryTest, SimHostDereferenceOfDevicePointerFaults) {
   SKIP_UNLESS_SIM();
   int status = 0;

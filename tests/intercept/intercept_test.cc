@@ -103,11 +103,10 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
   }
 }
 
-// A mipmapped array counts too, if the driver has the entry point. The
-// simulated driver does not implement cuMipmappedArrayCreate: like every
-// unimplemented entry point of the toolkit's stub, it exports (and
-// cuGetProcAddress hands out) a stub that returns CUDA_ERROR_NOT_SUPPORTED. Then libvgpu must behave exactly like the driver
-// (no crash, same result), and the accounting cannot be checked here.
+// A mipmapped array counts too: all its levels (4096 x 4096 x 1 byte, one
+// level: 16 MiB). A driver that lacks the entry point answers
+// CUDA_ERROR_NOT_SUPPORTED from its stub; libvgpu must then behave exactly like
+// the driver (no crash, same result) and the accounting cannot be checked.
 TEST_P(PathTest, MipmappedArray) {
   const PathParam& p = GetParam();
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1"}, Env(false));
@@ -120,7 +119,7 @@ TEST_P(PathTest, MipmappedArray) {
       EXPECT_EQ(r.out.Get("mipmap"), plain.out.Get("mipmap")) << r.Describe();
       EXPECT_EQ(r.out.Get("alloc"), "0");
     }
-    GTEST_SKIP() << "the simulated driver has no cuMipmappedArrayCreate (mipmap=" << plain.out.Get("mipmap")
+    GTEST_SKIP() << "the driver has no cuMipmappedArrayCreate (mipmap=" << plain.out.Get("mipmap")
                  << ")";
   }
   RunResult r = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1", "meminfo"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
