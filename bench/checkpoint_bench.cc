@@ -162,7 +162,7 @@ bool ImageWrite(const Args& a, const std::string& path, const uint8_t* p, double
   o.min_saving_pct = a.min_saving;
   const auto t0 = Clock::now();
   std::unique_ptr<ckpt::ImageWriter> w;
-  ckpt::Status s = ckpt::ImageWriter::Create(path, {}, o, &w);
+  vgpu::Status s = ckpt::ImageWriter::Create(path, {}, o, &w);
   const uint64_t per = a.size / a.records;
   for (int r = 0; r < a.records && s.ok(); ++r) {
     const uint64_t off = r * per, len = r + 1 == a.records ? a.size - off : per;
@@ -173,7 +173,7 @@ bool ImageWrite(const Args& a, const std::string& path, const uint8_t* p, double
   }
   if (s.ok()) s = w->Finish();
   *secs = Seconds(t0);
-  return s.ok() || Fail(s.message());
+  return s.ok() || Fail(s.message);
 }
 
 void DropCache(const std::string& path) {
@@ -189,7 +189,7 @@ bool ImageRead(const Args& a, const std::string& path, uint8_t* dst, double* sec
   o.threads = a.threads;
   const auto t0 = Clock::now();
   std::unique_ptr<ckpt::ImageReader> r;
-  ckpt::Status s = ckpt::ImageReader::Open(path, o, &r);
+  vgpu::Status s = ckpt::ImageReader::Open(path, o, &r);
   std::vector<ckpt::ReadTarget> targets;
   uint64_t off = 0;
   if (s.ok()) {
@@ -200,7 +200,7 @@ bool ImageRead(const Args& a, const std::string& path, uint8_t* dst, double* sec
     s = r->ReadRecords(targets);
   }
   *secs = Seconds(t0);
-  return s.ok() || Fail(s.message());
+  return s.ok() || Fail(s.message);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ namespace {
 
 int Info(const std::string& path, bool with_records) {
   std::unique_ptr<ckpt::ImageReader> r;
-  if (ckpt::Status s = ckpt::ImageReader::Open(path, {}, &r); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.message().c_str());
+  if (vgpu::Status s = ckpt::ImageReader::Open(path, {}, &r); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.message.c_str());
     return 1;
   }
   const ckpt::ImageInfo& i = r->info();
@@ -52,9 +52,9 @@ int Info(const std::string& path, bool with_records) {
 
 int Verify(const std::string& path) {
   std::unique_ptr<ckpt::ImageReader> r;
-  ckpt::Status s = ckpt::ImageReader::Open(path, {}, &r);
+  vgpu::Status s = ckpt::ImageReader::Open(path, {}, &r);
   if (s.ok()) s = r->VerifyData();
-  std::printf("%s\n", s.ok() ? (path + ": intact").c_str() : s.message().c_str());
+  std::printf("%s\n", s.ok() ? (path + ": intact").c_str() : s.message.c_str());
   return s.ok() ? 0 : 1;
 }
 

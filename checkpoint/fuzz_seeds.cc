@@ -84,7 +84,7 @@ bool WriteValid(const std::string& path, const Seed& seed) {
     va += ((size + 4095) & ~size_t{4095}) + 4096;
   }
   if (s.ok()) s = w->Finish();
-  if (!s.ok()) std::fprintf(stderr, "%s\n", s.message().c_str());
+  if (!s.ok()) std::fprintf(stderr, "%s\n", s.message.c_str());
   return s.ok();
 }
 

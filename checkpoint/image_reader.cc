@@ -117,8 +117,9 @@ struct ImageReader::Impl {
   std::vector<RecordEntry> records;
   std::vector<FrameEntry> frames;
 
+  // The image is not what it should be (foreign, corrupt, truncated).
   Status Error(const std::string& what) const {
-    return Status::Error("checkpoint image " + name + ": " + what);
+    return Status::Error(ErrorCode::kInval, "checkpoint image " + name + ": " + what);
   }
   std::string Read(uint64_t offset, void* dst, size_t n, const char* what) const;
   std::string FetchFrame(const FrameEntry& f, uint8_t* dst, AlignedBuffer* buf,
@@ -315,12 +316,15 @@ Status ImageReader::Open(const std::string& path, const ReaderOptions& options,
   const std::string prefix = "checkpoint image " + path + ": ";
   try {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::Error(prefix + "cannot open: " + ErrnoText(errno));
+    if (fd < 0) {
+      const ErrorCode code = errno == ENOENT ? ErrorCode::kNoEnt : ErrorCode::kIo;
+      return Status::Error(code, prefix + "cannot open: " + ErrnoText(errno));
+    }
     auto src = std::make_unique<FileSource>(fd);
     struct stat st;
-    if (::fstat(fd, &st) != 0) return Status::Error(prefix + "cannot stat: " + ErrnoText(errno));
-    if (S_ISDIR(st.st_mode)) return Status::Error(prefix + "is a directory, not an image");
-    if (!S_ISREG(st.st_mode)) return Status::Error(prefix + "is not a regular file");
+    if (::fstat(fd, &st) != 0) return Status::Error(ErrorCode::kIo, prefix + "cannot stat: " + ErrnoText(errno));
+    if (S_ISDIR(st.st_mode)) return Status::Error(ErrorCode::kInval, prefix + "is a directory, not an image");
+    if (!S_ISREG(st.st_mode)) return Status::Error(ErrorCode::kInval, prefix + "is not a regular file");
     src->size = static_cast<uint64_t>(st.st_size);
     src->SetFrameReader(OpenFrameFd(path, fd, options), path, options.log);
     auto impl = std::make_unique<Impl>();
@@ -331,7 +335,7 @@ Status ImageReader::Open(const std::string& path, const ReaderOptions& options,
     out->reset(new ImageReader(std::move(impl)));
     return Status::Ok();
   } catch (const std::exception& e) {
-    return Status::Error(prefix + "internal error: " + e.what());
+    return Status::Error(ErrorCode::kIo, prefix + "internal error: " + e.what());
   }
 }
 
@@ -347,7 +351,7 @@ Status ImageReader::OpenMemory(const void* data, size_t size, const ReaderOption
     out->reset(new ImageReader(std::move(impl)));
     return Status::Ok();
   } catch (const std::exception& e) {
-    return Status::Error("checkpoint image " + name + ": internal error: " + e.what());
+    return Status::Error(ErrorCode::kIo, "checkpoint image " + name + ": internal error: " + e.what());
   }
 }
 

@@ -25,7 +25,7 @@
 #include "checkpoint/direct_io.h"
 #include "checkpoint/image_format.h"
 #include "checkpoint/image_writer.h"  // ProgressFn
-#include "checkpoint/status.h"
+#include "common/status.h"
 
 namespace vgpu::checkpoint {
 

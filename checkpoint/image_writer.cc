@@ -44,9 +44,11 @@ struct ImageWriter::Impl {
   std::atomic<uint64_t> declared{0}, written{0};
   std::mutex progress_mu;
   std::string error;
+  ErrorCode error_code = ErrorCode::kOk;
   bool done = false;  // finished or aborted
 
-  Status Fail(const std::string& what);
+  // Fails the image for good: later calls return the same error.
+  Status Fail(const std::string& what, ErrorCode code = ErrorCode::kIo);
   void Cleanup();
   void Progress(uint64_t raw);
   Status Open(const ImageMetadata& m);
@@ -57,10 +59,13 @@ struct ImageWriter::Impl {
   Status Commit();
 };
 
-Status ImageWriter::Impl::Fail(const std::string& what) {
-  if (error.empty()) error = "checkpoint image " + path + ": " + what;
+Status ImageWriter::Impl::Fail(const std::string& what, ErrorCode code) {
+  if (error.empty()) {
+    error = "checkpoint image " + path + ": " + what;
+    error_code = code;
+  }
   Cleanup();
-  return Status::Error(error);
+  return Status::Error(error_code, error);
 }
 
 void ImageWriter::Impl::Cleanup() {
@@ -83,8 +88,8 @@ void ImageWriter::Impl::Progress(uint64_t raw) {
 }
 
 Status ImageWriter::Impl::CheckUsable() const {
-  if (!error.empty()) return Status::Error(error);
-  if (done) return Status::Error("checkpoint image " + path + ": writer already finished");
+  if (!error.empty()) return Status::Error(error_code, error);
+  if (done) return Status::Error(ErrorCode::kInval, "checkpoint image " + path + ": writer already finished");
   return Status::Ok();
 }
 
@@ -132,13 +137,13 @@ Header MakeHeader(const ImageMetadata& m, uint32_t frame_size) {
 }  // namespace
 
 Status ImageWriter::Impl::Open(const ImageMetadata& m) {
-  if (std::string e = ValidateOptions(opt, m); !e.empty()) return Fail(e);
+  if (std::string e = ValidateOptions(opt, m); !e.empty()) return Fail(e, ErrorCode::kInval);
   if (opt.threads == 0)
     opt.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   if (opt.frames_in_flight == 0) opt.frames_in_flight = opt.threads + 2;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Fail("exists and is not a regular file");
+    return Fail("exists and is not a regular file", ErrorCode::kExist);
   RemoveStaleTemps(path);
   temp = MakeTempPath(path);
   // 0600: an image holds a process's memory.
@@ -223,7 +228,7 @@ Status ImageWriter::Impl::Commit() {
   if (rc != 0) return Fail("close of " + temp + ": " + ErrnoText(errno));
   const int err = opt.replace ? (::rename(temp.c_str(), path.c_str()) == 0 ? 0 : errno)
                               : RenameNoReplace(temp, path);
-  if (err == EEXIST && !opt.replace) return Fail("exists; refusing to replace it");
+  if (err == EEXIST && !opt.replace) return Fail("exists; refusing to replace it", ErrorCode::kExist);
   if (err != 0) return Fail("cannot rename " + temp + " into place: " + ErrnoText(err));
   temp.clear();
   done = true;
@@ -250,7 +255,7 @@ Status ImageWriter::Create(const std::string& path, const ImageMetadata& metadat
     out->reset(new ImageWriter(std::move(impl)));
     return Status::Ok();
   } catch (const std::exception& e) {
-    return Status::Error("checkpoint image " + path + ": " + e.what());
+    return Status::Error(ErrorCode::kIo, "checkpoint image " + path + ": " + e.what());
   }
 }
 
@@ -258,17 +263,17 @@ Status ImageWriter::BeginRecord(uint64_t va, uint64_t size, uint32_t flags, int 
   Impl& m = *impl_;
   if (Status s = m.CheckUsable(); !s.ok()) return s;
   const std::string rec = "record " + std::to_string(m.records.size()) + ": ";
-  if (m.record_open) return m.Fail(rec + "BeginRecord while the previous record is open");
-  if (device < 0) return m.Fail(rec + "negative device");
-  if (va + size < va) return m.Fail(rec + "VA range wraps around");
+  if (m.record_open) return m.Fail(rec + "BeginRecord while the previous record is open", ErrorCode::kInval);
+  if (device < 0) return m.Fail(rec + "negative device", ErrorCode::kInval);
+  if (va + size < va) return m.Fail(rec + "VA range wraps around", ErrorCode::kInval);
   const uint64_t frames = FramesFor(size, m.opt.frame_size);
-  if (frames > UINT32_MAX) return m.Fail(rec + "too large");
+  if (frames > UINT32_MAX) return m.Fail(rec + "too large", ErrorCode::kInval);
   try {
     if (size != 0) {
       auto next = m.ranges.upper_bound(va);
       const bool hits_next = next != m.ranges.end() && next->first < va + size;
       const bool hits_prev = next != m.ranges.begin() && std::prev(next)->second > va;
-      if (hits_next || hits_prev) return m.Fail(rec + "VA range overlaps an earlier record");
+      if (hits_next || hits_prev) return m.Fail(rec + "VA range overlaps an earlier record", ErrorCode::kInval);
       m.ranges.emplace(va, va + size);
     }
     const uint64_t first_frame = m.frames_submitted + m.open_frames.size();

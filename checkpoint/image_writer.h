@@ -36,7 +36,7 @@
 #include "checkpoint/direct_io.h"       // LogFn
 #include "checkpoint/frame_pipeline.h"  // FrameBufferAllocator
 #include "checkpoint/image_format.h"
-#include "checkpoint/status.h"
+#include "common/status.h"
 
 namespace vgpu::checkpoint {
 

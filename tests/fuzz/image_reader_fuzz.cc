@@ -47,7 +47,7 @@ std::string ReadAll(const ckpt::ImageReader& r) {
     if (n > budget) continue;
     budget -= n;
     buf.assign(n + kCanaryBytes, kCanary);
-    if (ckpt::Status s = r.ReadRecord(i, buf.data(), n); !s.ok()) return s.message();
+    if (vgpu::Status s = r.ReadRecord(i, buf.data(), n); !s.ok()) return s.message;
     for (size_t k = n; k < buf.size(); ++k)
       if (buf[k] != kCanary) return Violation("record " + std::to_string(i) + " written past end");
     if (n > 0 && r.ReadRecord(i, buf.data(), n - 1).ok())
@@ -64,12 +64,12 @@ std::string RunReader(const uint8_t* data, size_t size) {
   ckpt::ReaderOptions o;
   o.threads = 2;  // exercises the parallel path; cheap enough
   std::unique_ptr<ckpt::ImageReader> r;
-  if (ckpt::Status s = ckpt::ImageReader::OpenMemory(data, size, o, &r); !s.ok())
-    return s.message();
-  const ckpt::Status verified = r->VerifyData();
+  if (vgpu::Status s = ckpt::ImageReader::OpenMemory(data, size, o, &r); !s.ok())
+    return s.message;
+  const vgpu::Status verified = r->VerifyData();
   const std::string read = ReadAll(*r);  // also after a failed verify: damaged data
   if (IsViolation(read) || verified.ok()) return read;
-  return verified.message();
+  return verified.message;
 }
 
 }  // namespace

@@ -264,8 +264,8 @@ TEST_F(DirectIoTest, DirectReadsRefuseCorruptAndTruncatedFrames) {
   Bytes dst(r->records()[0].size);
   Status s = r->ReadRecord(0, dst.data(), dst.size());
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("frame 1 of record 0 fails its checksum (corrupt)"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message.find("frame 1 of record 0 fails its checksum (corrupt)"), std::string::npos)
+      << s.message;
   EXPECT_FALSE(r->VerifyData().ok());
   // Cut inside the last frame after Open: the read sees the end of the file.
   const FrameEntry last = r->frames().back();
@@ -273,8 +273,8 @@ TEST_F(DirectIoTest, DirectReadsRefuseCorruptAndTruncatedFrames) {
   Bytes tail(r->records()[3].size);
   s = r->ReadRecord(3, tail.data(), tail.size());
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("file ends inside the frame data (truncated)"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message.find("file ends inside the frame data (truncated)"), std::string::npos)
+      << s.message;
 }
 
 Bytes ReadAll(const std::string& path) {

@@ -96,7 +96,7 @@ TEST_F(FrameApiTest, NextFrameRoundTripWithCallerBuffers) {
                                    Random(2 * kMinFrameSize, 3)};
   const std::string path = dir_ + "/a.img";
   Status s = WriteFrames(path, recs);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_GE(allocs_, ImageWriter::kMaxOpenFrames + 1);
   EXPECT_TRUE(live_.empty()) << "frame buffers leaked";
   std::unique_ptr<ImageReader> r;
@@ -124,7 +124,7 @@ TEST_F(FrameApiTest, NextFrameMisuseIsRefused) {
   EXPECT_EQ(n, kMinFrameSize);
   ASSERT_TRUE(w->NextFrame(&buf, &n).ok());
   Status s = w->NextFrame(&buf, &n);  // a third open frame
-  EXPECT_NE(s.message().find("not committed"), std::string::npos) << s.message();
+  EXPECT_NE(s.message.find("not committed"), std::string::npos) << s.message;
   EXPECT_FALSE(fs::exists(dir_ + "/b.img"));
 
   ASSERT_TRUE(ImageWriter::Create(dir_ + "/c.img", {}, Options(), &w).ok());
@@ -153,7 +153,7 @@ TEST_F(FrameApiTest, FrameDecoderVerifiesEachFrame) {
   Bytes got;
   for (uint64_t k = 0; k < r->records()[0].frame_count; ++k) {
     Status s = dec.Decode(0, k, buf.data(), buf.size(), &raw);
-    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(s.ok()) << s.message;
     got.insert(got.end(), buf.begin(), buf.begin() + static_cast<long>(raw));
   }
   EXPECT_TRUE(got == recs[0]);
@@ -176,8 +176,8 @@ TEST_F(FrameApiTest, FrameDecoderVerifiesEachFrame) {
   ASSERT_TRUE(ImageReader::Open(path, {}, &bad).ok());  // tables are intact
   FrameDecoder dec2(*bad);
   Status s = dec2.Decode(1, 0, buf.data(), buf.size(), &raw);
-  EXPECT_NE(s.message().find("frame 0 of record 1 fails its checksum"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message.find("frame 0 of record 1 fails its checksum"), std::string::npos)
+      << s.message;
   EXPECT_TRUE(dec2.Decode(0, 0, buf.data(), buf.size(), &raw).ok());
 }
 

@@ -146,7 +146,7 @@ class CheckpointImageTest : public ::testing::Test {
       EXPECT_EQ(e.device, recs[i].device);
       Bytes got(recs[i].data.size());
       Status s = r.ReadRecord(i, got.data(), got.size());
-      ASSERT_TRUE(s.ok()) << s.message();
+      ASSERT_TRUE(s.ok()) << s.message;
       EXPECT_TRUE(got == recs[i].data) << "record " << i;
     }
   }
@@ -188,7 +188,7 @@ TEST_F(CheckpointImageTest, RoundTripMixedRecordsAndMetadata) {
   EXPECT_TRUE(TempFiles().empty());
   std::unique_ptr<ImageReader> r;
   Status s = ImageReader::Open(Path("a.img"), {}, &r);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(s.ok()) << s.message;
   const Header& h = r->info().header;
   EXPECT_EQ(h.version, kFormatVersion);
   EXPECT_EQ(h.pid, static_cast<uint32_t>(getpid()));
@@ -198,7 +198,7 @@ TEST_F(CheckpointImageTest, RoundTripMixedRecordsAndMetadata) {
   EXPECT_GT(h.creation_time_ns, 0u);
   ExpectContents(*r, recs);
   s = r->VerifyData();
-  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s.ok()) << s.message;
   // All three codecs occur in this data set.
   bool seen[3] = {};
   for (const FrameEntry& f : r->frames()) seen[f.codec] = true;
@@ -244,7 +244,7 @@ TEST_F(CheckpointImageTest, ManyRecordsAndLargeRecordsInOnePass) {
     targets.push_back({i, out[i].data(), out[i].size()});
   }
   Status s = r->ReadRecords(targets);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(s.ok()) << s.message;
   for (size_t i = 0; i < recs.size(); ++i) EXPECT_TRUE(out[i] == recs[i].data) << i;
   EXPECT_EQ(r->records().back().frame_count, 49u);
 }
@@ -272,7 +272,7 @@ TEST_F(CheckpointImageTest, EmptyImageAndMemoryOpen) {
   const Bytes bytes = ReadFile(Path("e.img"));
   std::unique_ptr<ImageReader> r;
   Status s = ImageReader::OpenMemory(bytes.data(), bytes.size(), {}, &r);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_TRUE(r->records().empty());
   EXPECT_TRUE(r->VerifyData().ok());
 }
@@ -313,7 +313,7 @@ TEST_F(CheckpointImageTest, WriterRefusesMisuseAndCleansUp) {
     ASSERT_TRUE(ImageWriter::Create(Path("w.img"), {}, SmallFrames(), &w).ok());
     Status s = steps(*w);
     EXPECT_FALSE(s.ok());
-    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    EXPECT_NE(s.message.find(needle), std::string::npos) << s.message;
     EXPECT_FALSE(w->Finish().ok());  // sticky
     EXPECT_TRUE(TempFiles().empty());
     EXPECT_FALSE(fs::exists(Path("w.img")));
@@ -369,7 +369,7 @@ std::string OpenAndVerify(const Bytes& b) {
   o.threads = 1;
   Status s = ImageReader::OpenMemory(b.data(), b.size(), o, &r, "mem");
   if (s.ok()) s = r->VerifyData();
-  return s.ok() ? "" : s.message();
+  return s.ok() ? "" : s.message;
 }
 
 class CorruptionTest : public CheckpointImageTest {
@@ -405,7 +405,7 @@ TEST_F(CorruptionTest, TruncationAtEveryBoundaryAndRandomOffsetsIsRefused) {
       std::unique_ptr<ImageReader> r;
       Status s = ImageReader::OpenMemory(b.data(), b.size(), {}, &r, "mem");
       EXPECT_FALSE(s.ok()) << "truncated at " << at;
-      EXPECT_EQ(s.message().find('\n'), std::string::npos);
+      EXPECT_EQ(s.message.find('\n'), std::string::npos);
     }
   }
   // The same through a real file, at the region boundaries.
@@ -414,7 +414,7 @@ TEST_F(CorruptionTest, TruncationAtEveryBoundaryAndRandomOffsetsIsRefused) {
     std::unique_ptr<ImageReader> r;
     Status s = ImageReader::Open(Path("t.img"), {}, &r);
     EXPECT_FALSE(s.ok()) << at;
-    EXPECT_EQ(s.message().rfind("checkpoint image " + Path("t.img") + ": ", 0), 0u) << s.message();
+    EXPECT_EQ(s.message.rfind("checkpoint image " + Path("t.img") + ": ", 0), 0u) << s.message;
   }
 }
 
@@ -443,9 +443,9 @@ TEST_F(CorruptionTest, FlippedFrameByteIsNamedAtReadTime) {
   ASSERT_TRUE(ImageReader::OpenMemory(b.data(), b.size(), {}, &bad, "/x/y").ok());
   Bytes out(rec.size);
   Status s = bad->ReadRecord(3, out.data(), out.size());
-  EXPECT_EQ(s.message(), "checkpoint image /x/y: frame 0 of record 3 fails its checksum (corrupt)");
+  EXPECT_EQ(s.message, "checkpoint image /x/y: frame 0 of record 3 fails its checksum (corrupt)");
   EXPECT_FALSE(bad->VerifyData().ok());
-  EXPECT_TRUE(bad->ReadRecord(0, out.data(), 0).message().find("holds 5000 bytes") !=
+  EXPECT_TRUE(bad->ReadRecord(0, out.data(), 0).message.find("holds 5000 bytes") !=
               std::string::npos);
   EXPECT_FALSE(bad->ReadRecord(99, out.data(), 0).ok());
 }
@@ -453,7 +453,7 @@ TEST_F(CorruptionTest, FlippedFrameByteIsNamedAtReadTime) {
 TEST_F(CorruptionTest, ForeignAndNewerImagesAreNamedClearly) {
   auto message = [](const Bytes& b) {
     std::unique_ptr<ImageReader> r;
-    return ImageReader::OpenMemory(b.data(), b.size(), {}, &r, "m").message();
+    return ImageReader::OpenMemory(b.data(), b.size(), {}, &r, "m").message;
   };
   Bytes b = good_;
   b[0] = 'X';
@@ -472,13 +472,18 @@ TEST_F(CorruptionTest, ForeignAndNewerImagesAreNamedClearly) {
   const Bytes elf = ReadFile("/proc/self/exe");
   EXPECT_NE(message(elf).find("looks like an ELF file"), std::string::npos) << message(elf);
   std::unique_ptr<ImageReader> r;
-  EXPECT_NE(ImageReader::Open(dir_, {}, &r).message().find("is a directory"), std::string::npos);
-  EXPECT_NE(ImageReader::Open(Path("missing"), {}, &r).message().find("cannot open"),
+  EXPECT_NE(ImageReader::Open(dir_, {}, &r).message.find("is a directory"), std::string::npos);
+  EXPECT_NE(ImageReader::Open(Path("missing"), {}, &r).message.find("cannot open"),
             std::string::npos);
   WriteFile(Path("empty"), {});
-  EXPECT_NE(ImageReader::Open(Path("empty"), {}, &r).message().find("is empty"), std::string::npos);
-  EXPECT_NE(ImageReader::Open("/dev/null", {}, &r).message().find("not a regular file"),
+  EXPECT_NE(ImageReader::Open(Path("empty"), {}, &r).message.find("is empty"), std::string::npos);
+  EXPECT_NE(ImageReader::Open("/dev/null", {}, &r).message.find("not a regular file"),
             std::string::npos);
+  // The codes say what kind of failure it is (they travel on the control socket).
+  EXPECT_EQ(ImageReader::Open(Path("missing"), {}, &r).code, ErrorCode::kNoEnt);
+  EXPECT_EQ(ImageReader::Open(dir_, {}, &r).code, ErrorCode::kInval);
+  EXPECT_EQ(ImageReader::Open(Path("empty"), {}, &r).code, ErrorCode::kInval);
+  EXPECT_EQ(ImageReader::OpenMemory(elf.data(), elf.size(), {}, &r, "elf").code, ErrorCode::kInval);
 }
 
 TEST_F(CorruptionTest, FileTruncatedAfterOpenFailsCleanly) {
@@ -487,7 +492,7 @@ TEST_F(CorruptionTest, FileTruncatedAfterOpenFailsCleanly) {
   ASSERT_EQ(truncate(Path("good.img").c_str(), static_cast<off_t>(kHeaderFixedBytes)), 0);
   Bytes out(r->records()[5].size);  // text: a zstd frame
   Status s = r->ReadRecord(5, out.data(), out.size());
-  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+  EXPECT_NE(s.message.find("truncated"), std::string::npos) << s.message;
 }
 
 // --- Interrupted and failing writers ---------------------------------------
@@ -530,7 +535,8 @@ TEST_F(AtomicWriteTest, NoReplaceWriterLeavesAnExistingImage) {
   o.replace = false;
   Status s = Write(Path("job.img"), Big(), o);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("refusing to replace"), std::string::npos) << s.message();
+  EXPECT_NE(s.message.find("refusing to replace"), std::string::npos) << s.message;
+  EXPECT_EQ(s.code, ErrorCode::kExist);
   EXPECT_TRUE(TempFiles().empty());
   ExpectPreviousImageIntact();
   ASSERT_TRUE(Write(Path("other.img"), MixedRecords(), o).ok());
@@ -551,9 +557,9 @@ TEST_F(AtomicWriteTest, WriteErrorLeavesPreviousImage) {
     WriterOptions o = SmallFrames();
     o.frame_size = 64 << 10;
     Status s = Write(Path("job.img"), Big(), o);
-    const bool ok = !s.ok() && s.message().find("File too large") != std::string::npos &&
-                    s.message().find('\n') == std::string::npos;
-    if (!ok) std::fprintf(stderr, "unexpected: %s\n", s.message().c_str());
+    const bool ok = !s.ok() && s.message.find("File too large") != std::string::npos &&
+                    s.message.find('\n') == std::string::npos;
+    if (!ok) std::fprintf(stderr, "unexpected: %s\n", s.message.c_str());
     _exit(ok ? 0 : 1);
   }
   int status = 0;
