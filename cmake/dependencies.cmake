@@ -12,3 +12,13 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 # cuda.h and friends only: nothing in vgpu links the driver.
 add_library(vgpu_cuda_headers INTERFACE)
 target_include_directories(vgpu_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+
+# spdlog and fmt, compiled header-only into each binary (common/log.h says why).
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+add_library(vgpu_spdlog INTERFACE)
+target_compile_definitions(vgpu_spdlog INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY)
+target_include_directories(vgpu_spdlog SYSTEM INTERFACE
+  $<TARGET_PROPERTY:spdlog::spdlog_header_only,INTERFACE_INCLUDE_DIRECTORIES>
+  $<TARGET_PROPERTY:fmt::fmt-header-only,INTERFACE_INCLUDE_DIRECTORIES>)
+target_link_libraries(vgpu_spdlog INTERFACE Threads::Threads)
