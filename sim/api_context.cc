@@ -25,7 +25,8 @@ SIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice d
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   Context* ctx = PrimaryContext(dev);
-  if (ctx->primary_refs.fetch_add(1) == 0) ctx->active.store(true);
+  ctx->primary_refs.fetch_add(1);
+  ctx->active.store(true);  // the first retain, or the first after a reset
   *pctx = AsHandle(ctx);
   return CUDA_SUCCESS;
 }
@@ -38,10 +39,7 @@ SIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   do {
     if (refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
   } while (!ctx->primary_refs.compare_exchange_weak(refs, refs - 1));
-  if (refs == 1) {
-    ctx->active.store(false);
-    TeardownContext(ctx);
-  }
+  if (refs == 1 && ctx->active.exchange(false)) TeardownContext(ctx);  // not again after a reset
   return CUDA_SUCCESS;
 }
 
@@ -49,9 +47,9 @@ SIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   SIM_ENTER("cuDevicePrimaryCtxReset_v2");
   if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   Context* ctx = PrimaryContext(dev);
-  if (ctx->active.load()) TeardownContext(ctx);
-  ctx->primary_refs.store(0);
-  ctx->active.store(false);
+  // Destroys the context's state but does not release it: callers that
+  // retained it release as usual (cuda.h: "safe ... even after resetting").
+  if (ctx->active.exchange(false)) TeardownContext(ctx);
   ctx->flags = 0;
   return CUDA_SUCCESS;
 }

@@ -341,3 +341,26 @@ SIM_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream 
   std::lock_guard<std::mutex> lock(g_mu);
   return g_execs->count(reinterpret_cast<GraphExec*>(hGraphExec)) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+// The 5-argument instantiate of CUDA 10 and 11 (cuGetProcAddress hands it out
+// for "cuGraphInstantiate" at versions 10000-11xxx): no error node and an
+// empty log on success, as the driver leaves them.
+static CUresult InstantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                                   char* logBuffer, size_t bufferSize) {
+  if (phErrorNode != nullptr) *phErrorNode = nullptr;
+  if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
+  return cuGraphInstantiateWithFlags(phGraphExec, hGraph, 0);
+}
+
+#undef cuGraphInstantiate  // cuda.h maps the name to cuGraphInstantiateWithFlags
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                                               char* logBuffer, size_t bufferSize) {
+  SIM_ENTER("cuGraphInstantiate");
+  return InstantiateWithLog(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                                                  char* logBuffer, size_t bufferSize) {
+  SIM_ENTER("cuGraphInstantiate_v2");
+  return InstantiateWithLog(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}

@@ -55,6 +55,31 @@ TEST_F(ContextStackTest, PrimaryContextRetainReleaseState) {
   EXPECT_NE(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(dev_));
 }
 
+// Resetting does not release: modules that retained the primary context
+// release it afterwards as usual, and a retain brings it back.
+TEST_F(ContextStackTest, PrimaryContextRetainsOutliveAReset) {
+  ASSERT_CU_OK(cuDevicePrimaryCtxReset(dev_));
+  CUcontext a = nullptr;
+  ASSERT_CU_OK(cuDevicePrimaryCtxRetain(&a, dev_));
+  ASSERT_CU_OK(cuDevicePrimaryCtxRetain(&a, dev_));
+  ASSERT_CU_OK(cuDevicePrimaryCtxRelease(dev_));
+  ASSERT_CU_OK(cuDevicePrimaryCtxReset(dev_));
+  unsigned flags = 0;
+  int active = -1;
+  ASSERT_CU_OK(cuDevicePrimaryCtxGetState(dev_, &flags, &active));
+  EXPECT_EQ(active, 0);
+  EXPECT_CU_OK(cuDevicePrimaryCtxRelease(dev_)) << "the retain made before the reset";
+  ASSERT_CU_OK(cuDevicePrimaryCtxRetain(&a, dev_));
+  ASSERT_CU_OK(cuDevicePrimaryCtxGetState(dev_, &flags, &active));
+  EXPECT_EQ(active, 1);
+  ASSERT_CU_OK(cuCtxSetCurrent(a));
+  CUdeviceptr p = 0;
+  EXPECT_CU_OK(cuMemAlloc(&p, 4096)) << "usable again after a reset and a retain";
+  EXPECT_CU_OK(cuMemFree(p));
+  ASSERT_CU_OK(cuCtxSetCurrent(nullptr));
+  ASSERT_CU_OK(cuDevicePrimaryCtxRelease(dev_));
+}
+
 TEST_F(ContextStackTest, PrimaryContextFlags) {
   ASSERT_CU_OK(cuDevicePrimaryCtxReset(dev_));
   ASSERT_CU_OK(cuDevicePrimaryCtxSetFlags(dev_, CU_CTX_SCHED_BLOCKING_SYNC));

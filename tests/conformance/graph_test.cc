@@ -136,5 +136,31 @@ TEST_F(GraphTest, CaptureErrors) {
   EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
+// cudart of CUDA 11 asks cuGetProcAddress for "cuGraphInstantiate" at 11000
+// and calls what it gets with five arguments (error node, log buffer).
+TEST_F(GraphTest, FiveArgumentInstantiateOfCuda11) {
+  using Instantiate5 = CUresult(CUDAAPI*)(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult st{};
+  ASSERT_CU_OK(cuGetProcAddress("cuGraphInstantiate", &fn, 11000, 0, &st));
+  ASSERT_NE(fn, nullptr);
+  ASSERT_CU_OK(cuMemsetD32(a_, 0, kCount));
+  ASSERT_CU_OK(cuCtxSynchronize());
+  ASSERT_CU_OK(cuStreamBeginCapture(s_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  ASSERT_CU_OK(Fill(s_, a_, 7, kCount));
+  CUgraph graph;
+  ASSERT_CU_OK(cuStreamEndCapture(s_, &graph));
+  CUgraphExec exec = nullptr;
+  CUgraphNode error_node = reinterpret_cast<CUgraphNode>(1);
+  char log[16] = "untouched";
+  ASSERT_CU_OK(reinterpret_cast<Instantiate5>(fn)(&exec, graph, &error_node, log, sizeof log));
+  EXPECT_EQ(error_node, nullptr);
+  ASSERT_CU_OK(cuGraphLaunch(exec, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(a_, 1)[0], 7u);
+  ASSERT_CU_OK(cuGraphExecDestroy(exec));
+  ASSERT_CU_OK(cuGraphDestroy(graph));
+}
+
 }  // namespace
 }  // namespace vgpu::conformance
