@@ -130,7 +130,50 @@ bool LoadSimConfig(SimConfig* out, std::string* error) {
   }
   const char* faults = std::getenv("VGPU_SIM_FAULTS");
   out->faults = faults != nullptr ? faults : "";
+  const char* p2p = std::getenv("VGPU_SIM_P2P");
+  return ParseP2pSpec(p2p != nullptr ? p2p : "none", static_cast<int>(out->devices.size()), &out->p2p,
+                      error);
+}
+
+bool ParseP2pSpec(const std::string& text, int device_count, std::vector<std::pair<int, int>>* out,
+                  std::string* error) {
+  out->clear();
+  if (text == "none") return true;
+  const bool empty_part = text.empty() || text.front() == ',' || text.back() == ',' ||
+                          text.find(",,") != std::string::npos;
+  if (text == "all") {
+    for (int a = 0; a < device_count; ++a) {
+      for (int b = a + 1; b < device_count; ++b) out->emplace_back(a, b);
+    }
+    return true;
+  }
+  for (const auto& pair : Split(text, ',')) {
+    if (empty_part) break;
+    auto dash = pair.find('-');
+    uint64_t a = 0, b = 0;
+    if (dash == std::string::npos || !ParseUint(pair.substr(0, dash), &a) ||
+        !ParseUint(pair.substr(dash + 1), &b) || a == b || a >= static_cast<uint64_t>(device_count) ||
+        b >= static_cast<uint64_t>(device_count)) {
+      *error = "VGPU_SIM_P2P='" + text +
+               "' is malformed: expected 'none', 'all' or pairs of distinct device indices such as "
+               "'0-1,2-3'";
+      out->clear();
+      return false;
+    }
+    out->emplace_back(static_cast<int>(a), static_cast<int>(b));
+  }
+  if (empty_part) {
+    *error = "VGPU_SIM_P2P='" + text + "' is malformed: an empty pair";
+    return false;
+  }
   return true;
+}
+
+bool SimConfig::PeerAccess(int a, int b) const {
+  for (const auto& [x, y] : p2p) {
+    if ((x == a && y == b) || (x == b && y == a)) return true;
+  }
+  return false;
 }
 
 }  // namespace vgpu::sim

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vgpu::sim {
@@ -21,7 +22,14 @@ struct SimConfig {
   std::string devices_spec;  // canonical text, compared across processes of a node
   std::vector<std::string> kernel_libraries;  // VGPU_SIM_KERNELS
   std::string faults;                         // VGPU_SIM_FAULTS, parsed by FaultInjector
+  // VGPU_SIM_P2P: pairs of devices with a peer path (both directions).
+  std::vector<std::pair<int, int>> p2p;
+  bool PeerAccess(int a, int b) const;
 };
+
+// Parses VGPU_SIM_P2P: "none" (the default), "all", or pairs "0-1,2-3".
+bool ParseP2pSpec(const std::string& text, int device_count, std::vector<std::pair<int, int>>* out,
+                  std::string* error);
 
 // Parses VGPU_SIM_DEVICES, e.g. "4x16GiB", "2x80GiB,1x24GiB", "16GiB:sm=108:cc=8.0".
 // Returns false and fills *error with a one-line message naming the variable.

@@ -53,6 +53,9 @@ void PrepareSimEnvironment(const char* default_kernels_library) {
   g_node_existed = NodeShmExists(g_node_name);
   if (default_kernels_library != nullptr && getenv("VGPU_SIM_KERNELS") == nullptr)
     setenv("VGPU_SIM_KERNELS", default_kernels_library, 1);
+  // A peer path between devices 0 and 1, so the peer-access tests see both
+  // answers (0-1 linked; a device is never its own peer). A real driver ignores it.
+  setenv("VGPU_SIM_P2P", "0-1", 0);
   // Registered before cuInit, so it runs after the simulator's own exit handlers.
   atexit(CleanupNode);
 }

@@ -287,5 +287,39 @@ TEST_F(ContextSyncTest, StreamPriorityRange) {
   EXPECT_EQ(least, 0);
 }
 
+// Peer access as the driver reports it: the queries agree with each other,
+// and enabling succeeds exactly where a peer path exists (the simulated node's
+// run of this suite has one between devices 0 and 1: VGPU_SIM_P2P=0-1, set by
+// PrepareSimEnvironment).
+TEST_F(ContextTest, PeerAccessFollowsCanAccessPeer) {
+  int count = 0;
+  ASSERT_CU_OK(cuDeviceGetCount(&count));
+  if (count < 2) GTEST_SKIP() << "needs two devices";
+  int can = -1, same = -1, attr = -1;
+  ASSERT_CU_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+  ASSERT_CU_OK(cuDeviceCanAccessPeer(&same, 0, 0));
+  EXPECT_EQ(same, 0) << "a device is not its own peer";
+  ASSERT_CU_OK(cuDeviceGetP2PAttribute(&attr, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1));
+  EXPECT_EQ(attr, can);
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE,
+            cuDeviceGetP2PAttribute(&attr, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceCanAccessPeer(&can, 0, count));
+  if (IsSim()) EXPECT_EQ(can, 1) << "VGPU_SIM_P2P=0-1 in this suite's environment";
+
+  CUcontext peer = nullptr;
+  ASSERT_CU_OK(cuDevicePrimaryCtxRetain(&peer, 1));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxEnablePeerAccess(peer, 1));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(ctx_, 0)) << "itself";
+  if (can == 1) {
+    ASSERT_CU_OK(cuCtxEnablePeerAccess(peer, 0));
+    EXPECT_CU(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, cuCtxEnablePeerAccess(peer, 0));
+    ASSERT_CU_OK(cuCtxDisablePeerAccess(peer));
+  } else {
+    EXPECT_CU(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, cuCtxEnablePeerAccess(peer, 0));
+  }
+  EXPECT_CU(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, cuCtxDisablePeerAccess(peer));
+  ASSERT_CU_OK(cuDevicePrimaryCtxRelease(1));
+}
+
 }  // namespace
 }  // namespace vgpu::conformance

@@ -132,5 +132,25 @@ TEST_F(SimEngine, StreamKernelsOccupyExactlyTheirModelledTime) {
   delete node;
 }
 
+// VGPU_SIM_P2P: which device pairs have a peer path (both directions).
+TEST(SimP2pSpecTest, PairsAllNoneAndMalformed) {
+  std::vector<std::pair<int, int>> p2p;
+  std::string error;
+  SimConfig c;
+  ASSERT_TRUE(ParseP2pSpec("none", 4, &c.p2p, &error)) << error;
+  EXPECT_FALSE(c.PeerAccess(0, 1));
+  ASSERT_TRUE(ParseP2pSpec("0-1,3-2", 4, &c.p2p, &error)) << error;
+  EXPECT_TRUE(c.PeerAccess(1, 0));
+  EXPECT_TRUE(c.PeerAccess(2, 3));
+  EXPECT_FALSE(c.PeerAccess(0, 2));
+  ASSERT_TRUE(ParseP2pSpec("all", 3, &c.p2p, &error)) << error;
+  EXPECT_TRUE(c.PeerAccess(0, 2));
+  EXPECT_TRUE(c.PeerAccess(2, 1));
+  for (const char* bad : {"", "0-0", "0-4", "0", "a-b", "0-1,", "-1"}) {
+    EXPECT_FALSE(ParseP2pSpec(bad, 4, &p2p, &error)) << bad;
+    EXPECT_NE(error.find("VGPU_SIM_P2P"), std::string::npos) << error;
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::sim
