@@ -348,5 +348,38 @@ TEST_F(SimModuleTest, BadKernelArgumentsFaultTheContext) {
   ASSERT_CU_OK(cuCtxSetCurrent(ctx_));
 }
 
+// The occupancy calculator answers numbers within the SM's limits: blocks per
+// SM fall as blocks grow, never exceed 2048 threads or 32 blocks, and a block
+// that cannot fit answers 0; the suggested block size is whole warps.
+TEST_F(KernelTest, OccupancyWithinTheSmLimits) {
+  int b64 = -1, b256 = -1, b1024 = -1, huge_shared = -1;
+  ASSERT_CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&b64, fill_, 64, 0));
+  ASSERT_CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&b256, fill_, 256, 0));
+  ASSERT_CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&b1024, fill_, 1024, 0));
+  EXPECT_GE(b1024, 1);
+  EXPECT_LE(b1024, 2);
+  EXPECT_GE(b256, b1024);
+  EXPECT_LE(b256, 8);
+  EXPECT_GE(b64, b256);
+  EXPECT_LE(b64, 32);
+  ASSERT_CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&huge_shared, fill_, 256, size_t{1} << 30));
+  EXPECT_EQ(huge_shared, 0) << "1 GiB of shared memory per block never fits";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveBlocksPerMultiprocessor(nullptr, fill_, 256, 0));
+
+  int min_grid = -1, block = -1, sms = 0;
+  ASSERT_CU_OK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fill_, nullptr, 0, 0));
+  ASSERT_CU_OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_));
+  EXPECT_EQ(block % 32, 0);
+  EXPECT_GE(block, 32);
+  EXPECT_LE(block, 1024);
+  EXPECT_GE(min_grid, sms) << "a grid that fills every SM";
+  ASSERT_CU_OK(cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fill_, nullptr, 0, 96));
+  EXPECT_LE(block, 96);
+
+  size_t smem = 0;
+  ASSERT_CU_OK(cuOccupancyAvailableDynamicSMemPerBlock(&smem, fill_, 1, 256));
+  EXPECT_GT(smem, 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::conformance
