@@ -117,7 +117,7 @@ Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) 
     const uint8_t* src = Vmm().HostCopy(a.va + o);
     if (src == nullptr) return Result::Error("EIO", "suspended allocation has no host copy");
     if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
-      return Result::Error("EIO", st.message());
+      return Result::Error("EIO", st.message);
     }
   }
   return Result::Ok();
@@ -141,21 +141,21 @@ Result WriteImage(const std::string& path, bool replace, bool from_device,
   if (from_device && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
   std::unique_ptr<checkpoint::ImageWriter> w;
   if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
-    return Result::Error("EIO", st.message());
+    return Result::Error("EIO", st.message);
   }
   CopyStreams streams;  // declared after w: its copies finish before w's buffers go
   for (const auto& a : allocs) {
     if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
-      return Result::Error("EIO", st.message());
+      return Result::Error("EIO", st.message);
     }
     if (from_device) {
       if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) return Result::Error("EIO", e);
     } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
       return r;
     }
-    if (auto st = w->EndRecord(); !st.ok()) return Result::Error("EIO", st.message());
+    if (auto st = w->EndRecord(); !st.ok()) return Result::Error("EIO", st.message);
   }
-  if (auto st = w->Finish(); !st.ok()) return Result::Error("EIO", st.message());
+  if (auto st = w->Finish(); !st.ok()) return Result::Error("EIO", st.message);
   return Result::Ok();
 }
 
@@ -272,7 +272,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
-    return Result::Error("EIO", s.message());
+    return Result::Error("EIO", s.message);
   }
   std::vector<RestoreTarget> targets;
   if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
@@ -292,7 +292,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
     // Running, or suspended with host copies: those are the data until the
     // whole image is known good, so verify every frame before touching them.
     if (progress) progress("verify", 0, reader->info().data_bytes);
-    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message());
+    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message);
     if (before == State::kRunning) {
       Quiesce();
       // The application may have allocated or freed since the first match.

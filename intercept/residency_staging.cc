@@ -135,7 +135,7 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
     if (auto s = decoders[slot].DecodeView(it.target->record, it.k, bufs[slot].data(),
                                            run.frame_size, &data, &raw);
         !s.ok())
-      return s.message();
+      return s.message;
     CUdeviceptr dst = it.target->alloc.va + it.k * run.frame_size;
     CUresult r = REAL_CALL(cuMemcpyHtoDAsync_v2, dst, data, raw, sp.stream);
     if (r == CUDA_SUCCESS) r = REAL_CALL(cuEventRecord, sp.done[slot], sp.stream);
@@ -202,7 +202,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
       return false;
     }
     --open;
-    if (auto s = w->CommitFrame(); !s.ok()) err = s.message();
+    if (auto s = w->CommitFrame(); !s.ok()) err = s.message;
     return err.empty();
   };
   CUresult ctx_r = Vmm().WithContext(a.ctx, [&] {
@@ -210,7 +210,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
       uint8_t* buf = nullptr;
       size_t n = 0;
       if (auto s = w->NextFrame(&buf, &n); !s.ok()) {
-        err = s.message();
+        err = s.message;
         return CUDA_SUCCESS;
       }
       CUresult r = REAL_CALL(cuMemcpyDtoHAsync_v2, buf, a.va + o, n, pc->stream);
