@@ -1,11 +1,12 @@
 // Images written by earlier builds stay readable. tests/unit/data/ holds an
-// image written before the hand-written XXH64 (checkpoint/xxhash64.cc) gave way
+// image written before the hand-written XXH64 (the former checkpoint/xxhash64.cc) gave way
 // to Debian's libxxhash: its digest and frame checksums are those of the old
 // code, so this test fails if the hash the reader computes ever differs.
 //
-// The image was written by the disabled test below, run on the old code:
-//   VGPU_LEGACY_IMAGE_OUT=tests/unit/data/checkpoint_xxh64_v1.img \
-//     build/tests/unit/checkpoint_legacy_image_test --gtest_also_run_disabled_tests \
+// The image was written by the disabled test below, run on the old code
+// (one command line):
+//   VGPU_LEGACY_IMAGE_OUT=tests/unit/data/checkpoint_xxh64_v1.img
+//     build/tests/unit/checkpoint_legacy_image_test --gtest_also_run_disabled_tests
 //     --gtest_filter='*WriteLegacyImage'
 #include <gtest/gtest.h>
 
@@ -89,7 +90,9 @@ TEST(LegacyImage, DISABLED_WriteLegacyImage) {
   ASSERT_TRUE(ImageWriter::Create(out, m, o, &w).ok());
   for (const LegacyRecord& r : LegacyRecords()) {
     ASSERT_TRUE(w->BeginRecord(r.va, r.data.size(), r.flags, r.device).ok());
-    if (!r.data.empty()) ASSERT_TRUE(w->Append(r.data.data(), r.data.size()).ok());
+    if (!r.data.empty()) {
+      ASSERT_TRUE(w->Append(r.data.data(), r.data.size()).ok());
+    }
     ASSERT_TRUE(w->EndRecord().ok());
   }
   ASSERT_TRUE(w->Finish().ok());
@@ -99,14 +102,14 @@ TEST(LegacyImage, AnImageWrittenWithTheHandWrittenXxh64Restores) {
   ReaderOptions o;
   std::unique_ptr<ImageReader> r;
   Status s = ImageReader::Open(VGPU_TEST_DATA_DIR "/checkpoint_xxh64_v1.img", o, &r);
-  ASSERT_TRUE(s.ok()) << s.message() << " (a digest mismatch means the hash changed)";
+  ASSERT_TRUE(s.ok()) << s.message << " (a digest mismatch means the hash changed)";
   EXPECT_EQ(r->info().header.pid, 4242u);
   EXPECT_EQ(r->info().header.hostname, "legacy-host");
   EXPECT_EQ(r->info().header.creation_time_ns, 1'764'000'000'000'000'000ull);
   EXPECT_EQ(r->info().header.device_metadata, kDeviceMetadata);
   EXPECT_GT(r->frames().size(), 5u) << "records span several frames";
   s = r->VerifyData();
-  EXPECT_TRUE(s.ok()) << s.message() << " (frame checksums)";
+  EXPECT_TRUE(s.ok()) << s.message << " (frame checksums)";
   const std::vector<LegacyRecord> want = LegacyRecords();
   ASSERT_EQ(r->records().size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -117,7 +120,7 @@ TEST(LegacyImage, AnImageWrittenWithTheHandWrittenXxh64Restores) {
     ASSERT_EQ(e.size, want[i].data.size());
     Bytes got(want[i].data.size());
     s = r->ReadRecord(i, got.data(), got.size());
-    ASSERT_TRUE(s.ok()) << "record " << i << ": " << s.message();
+    ASSERT_TRUE(s.ok()) << "record " << i << ": " << s.message;
     EXPECT_TRUE(got == want[i].data) << "record " << i;
   }
 }
