@@ -300,8 +300,8 @@ TEST(ComputeShareAccounting, HandOversChargeEachTenantItsOwnTime) {
 // Policies, measured on the scripted GPU (ground truth, not the charges).
 
 // GPU shares of the tenants over [from, to).
-std::vector<double> Shares(const ShareWorld& w, const FakeGpu& gpu, std::vector<int> ids,
-                           uint64_t from, uint64_t to) {
+std::vector<double> Shares(const FakeGpu& gpu, const std::vector<int>& ids, uint64_t from,
+                           uint64_t to) {
   std::vector<double> out;
   for (int id : ids) out.push_back(Pct(gpu.Busy(id, from, to), to - from));
   return out;
@@ -318,12 +318,12 @@ TEST(ComputeShareAccounting, AFixedCapIsNeverExceededWhileAnotherTenantWaits) {
   for (int window = 0; window < 8; ++window) {
     uint64_t from = w.now();
     w.RunFor(500 * kMs);
-    auto s = Shares(w, w.gpu(), {a, b}, from, w.now());
+    auto s = Shares(w.gpu(), {a, b}, from, w.now());
     EXPECT_LE(s[0], 30.5) << "window " << window;
     EXPECT_GE(s[0], 29.0) << "window " << window;
     EXPECT_GE(s[0] + s[1], 99.0) << "the rest goes to the other tenant";
   }
-  auto s = Shares(w, w.gpu(), {a, b}, t0, w.now());
+  auto s = Shares(w.gpu(), {a, b}, t0, w.now());
   EXPECT_NEAR(s[0], 30.0, 0.3) << "over 4 s";
 }
 
@@ -334,7 +334,7 @@ TEST(ComputeShareAccounting, ALoneCappedTenantStaysAtItsCapOnAnIdleDevice) {
   w.RunFor(200 * kMs);
   const uint64_t t0 = w.now();
   w.RunFor(3000 * kMs);
-  EXPECT_NEAR(Shares(w, w.gpu(), {a}, t0, w.now())[0], 50.0, 0.4);
+  EXPECT_NEAR(Shares(w.gpu(), {a}, t0, w.now())[0], 50.0, 0.4);
 }
 
 TEST(ComputeShareAccounting, TwoCapsEachGetTheirShare) {
@@ -345,7 +345,7 @@ TEST(ComputeShareAccounting, TwoCapsEachGetTheirShare) {
   w.RunFor(200 * kMs);
   const uint64_t t0 = w.now();
   w.RunFor(3000 * kMs);
-  auto s = Shares(w, w.gpu(), {a, b}, t0, w.now());
+  auto s = Shares(w.gpu(), {a, b}, t0, w.now());
   EXPECT_NEAR(s[0], 20.0, 0.4);
   EXPECT_NEAR(s[1], 70.0, 0.4);
 }
@@ -358,7 +358,7 @@ TEST(ComputeShareAccounting, WeightsSplitTheDevice) {
   w.RunFor(200 * kMs);
   const uint64_t t0 = w.now();
   w.RunFor(3000 * kMs);
-  auto s = Shares(w, w.gpu(), {a, b}, t0, w.now());
+  auto s = Shares(w.gpu(), {a, b}, t0, w.now());
   EXPECT_NEAR(s[0], 25.0, 1.0);
   EXPECT_NEAR(s[1], 75.0, 1.0);
 }
