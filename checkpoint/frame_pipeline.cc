@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "checkpoint/file_util.h"
-#include "checkpoint/xxhash64.h"
+#include "checkpoint/xxh64.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -142,7 +142,7 @@ void FramePipeline::CompressLoop() {
       s.stored = packed ? s.out.data() : in;
       s.stored_len = packed ? r : s.in_len;
     }
-    s.checksum = Xxh64(s.stored, s.stored_len);
+    s.checksum = XXH64(s.stored, s.stored_len, 0);
     lock.lock();
     s.state = State::kDone;
     io_cv_.notify_one();

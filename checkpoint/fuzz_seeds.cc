@@ -13,7 +13,7 @@
 
 #include "checkpoint/image_parts.h"
 #include "checkpoint/image_writer.h"
-#include "checkpoint/xxhash64.h"
+#include "checkpoint/xxh64.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -329,7 +329,7 @@ std::vector<Damaged> LayoutSeeds() {
          std::vector<uint8_t> shifted(p.frame_data[k].begin() + 1, p.frame_data[k].end());
          shifted.push_back(p.frame_data[k + 1][0]);
          f.offset += 1;
-         f.checksum = Xxh64(shifted.data(), shifted.size());
+         f.checksum = XXH64(shifted.data(), shifted.size(), 0);
          return p;
        }},
       {"frame-raw-size",

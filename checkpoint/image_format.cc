@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "checkpoint/xxhash64.h"
+#include "checkpoint/xxh64.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -280,9 +280,9 @@ uint64_t ComputeDigest(std::span<const uint8_t> header, std::span<const uint8_t>
                        std::span<const uint8_t> trailer_prefix) {
   // Chained one-shot hashes (each seeded with the previous result): avoids
   // concatenating a possibly large metadata blob with the tables.
-  uint64_t d = Xxh64(header.data(), header.size(), 0);
-  d = Xxh64(tables.data(), tables.size(), d);
-  return Xxh64(trailer_prefix.data(), trailer_prefix.size(), d);
+  uint64_t d = XXH64(header.data(), header.size(), 0);
+  d = XXH64(tables.data(), tables.size(), d);
+  return XXH64(trailer_prefix.data(), trailer_prefix.size(), d);
 }
 
 std::string DescribeForeign(std::span<const uint8_t> b) {

@@ -1,6 +1,6 @@
 #include "checkpoint/image_parts.h"
 
-#include "checkpoint/xxhash64.h"
+#include "checkpoint/xxh64.h"
 
 namespace vgpu::checkpoint {
 
@@ -40,7 +40,7 @@ void Relayout(ImageParts* p) {
     FrameEntry& f = p->frames[i];
     f.offset = offset;
     f.stored_size = static_cast<uint32_t>(p->frame_data[i].size());
-    f.checksum = Xxh64(p->frame_data[i].data(), p->frame_data[i].size());
+    f.checksum = XXH64(p->frame_data[i].data(), p->frame_data[i].size(), 0);
     offset += f.stored_size;
   }
   Trailer& t = p->trailer;

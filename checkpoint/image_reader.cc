@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "checkpoint/file_util.h"
-#include "checkpoint/xxhash64.h"
+#include "checkpoint/xxh64.h"
 
 namespace vgpu::checkpoint {
 namespace {
@@ -230,7 +230,7 @@ std::string ImageReader::Impl::DecodeItem(const Item& it, ZSTD_DCtx* dctx, Align
     uint8_t* dst = codec == Codec::kRaw ? it.dst : nullptr;
     if (std::string e = FetchFrame(f, dst, in, &stored); !e.empty()) return where + ": " + e;
   }
-  if (Xxh64(stored, f.stored_size) != f.checksum && kEnforceHashes)
+  if (XXH64(stored, f.stored_size, 0) != f.checksum && kEnforceHashes)
     return where + " fails its checksum (corrupt)";
   if (view != nullptr) *view = codec == Codec::kRaw ? stored : it.dst;
   if (codec == Codec::kRaw && it.dst && stored != it.dst && view == nullptr)

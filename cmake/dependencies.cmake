@@ -3,6 +3,11 @@ find_package(CUDAToolkit REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+# XXH64 (checkpoint image checksums) from libxxhash-dev, compiled inline: only
+# its header is used (checkpoint/xxh64.h), so nothing links libxxhash.so.
+pkg_check_modules(XXHASH REQUIRED libxxhash>=0.8)
+add_library(vgpu_xxhash INTERFACE)
+target_include_directories(vgpu_xxhash SYSTEM INTERFACE ${XXHASH_INCLUDE_DIRS})
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)

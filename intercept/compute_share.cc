@@ -1,15 +1,9 @@
 #include "intercept/compute_share.h"
 
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <utility>
 
-#include "common/clock.h"
 #include "common/futex.h"
-#include "driver/real_driver.h"
-#include "intercept/log.h"
-#include "intercept/runtime.h"
 
 namespace vgpu {
 namespace {
@@ -30,57 +24,15 @@ constexpr uint64_t kPollNs = 200'000;
 // follows, so on average every tenant is charged its own time.
 constexpr uint64_t kHandoverLeadNs = 500'000;
 
-// The parameters on visible device `v` (its own share when
-// CUDA_DEVICE_SM_LIMIT_<v> is set).
-GroupParams ParamsFrom(const Config& cfg, int v) {
-  GroupParams p;
-  bool fixed = cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kFixed;
-  p.policy = fixed ? SchedPolicy::kFixed : SchedPolicy::kWeighted;
-  p.share_permille = cfg.ShareFor(v) != 0 ? cfg.ShareFor(v) : 1000;
-  p.weight = cfg.compute_weight != 0 ? cfg.compute_weight : 1;
-  p.high_priority = cfg.high_priority;
-  return p;
-}
-
-thread_local CUcontext t_last_ctx = nullptr;
-thread_local int t_last_device = -1;
-
 }  // namespace
 
 std::atomic<ComputeShare*> ComputeShare::instance_{nullptr};
 
-bool ComputeShare::Start(std::string* error) {
-  const Config& cfg = Runtime::Get().config();
-  if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
-  auto* cs = new ComputeShare();
-  cs->region_ = SchedRegion::Open(cfg.sched_region, error);
-  if (cs->region_ == nullptr) return false;
-  cs->region_->ReleasePreviousImages(getpid());  // after exec()
-  cs->client_ = cs->region_->RegisterClient(getpid());
-  if (cs->client_ < 0) {
-    *error = "the compute scheduler's client table is full";
-    return false;
-  }
-  cs->group_name_ = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
-  instance_.store(cs, std::memory_order_release);
-  GroupParams p = ParamsFrom(cfg, 0);
-  VGPU_LOG(kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s%s",
-           cs->group_name_.c_str(), p.policy == SchedPolicy::kFixed ? "fixed" : "weighted",
-           p.share_permille / 10, p.weight, p.high_priority ? " high-priority" : "",
-           cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");
-  return true;
-}
+ComputeShare::ComputeShare(std::shared_ptr<SchedRegion> region, int client, std::string group,
+                           ShareHost* host)
+    : region_(std::move(region)), client_(client), group_name_(std::move(group)), host_(host) {}
 
 void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
-
-int ComputeShare::DeviceOf(CUcontext ctx) {
-  if (ctx == t_last_ctx && t_last_device >= 0) return t_last_device;
-  CUdevice d = 0;
-  if (REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS || d < 0 || d >= kSchedDevices) return -1;
-  t_last_ctx = ctx;
-  t_last_device = d;
-  return d;
-}
 
 bool ComputeShare::EnsureJoined(int device) {
   PerDevice& s = dev_[device];
@@ -90,21 +42,19 @@ bool ComputeShare::EnsureJoined(int device) {
   if (s.group.load() != kNotJoined) return s.group.load() >= 0;
   // A failure is remembered: the device's launches then pass ungoverned
   // without retrying the join (a shared-memory scan) at every launch.
-  const Config& cfg = Runtime::Get().config();
-  const int v = Runtime::Get().devices().ToVirtual(device);
-  if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) {
+  GroupParams params;
+  if (!host_->ParamsFor(device, &params)) {
     s.group.store(kNotGoverned, std::memory_order_release);  // no cap on this device
     return false;
   }
-  g = region_->JoinGroup(device, client_, group_name_, ParamsFrom(cfg, v), MonotonicNs());
-  try {
-    if (g >= 0 && !accountant_.joinable()) accountant_ = std::thread([this] { AccountantLoop(); });
-  } catch (const std::exception& e) {
-    VGPU_LOG(kError, "compute share: cannot start the accountant thread (%s)", e.what());
-    g = kJoinFailed;
+  g = region_->JoinGroup(device, client_, group_name_, params, host_->NowNs());
+  if (g >= 0 && !accountant_started_) {
+    accountant_started_ = host_->StartThread([this] { AccountantLoop(); });
+    if (!accountant_started_) g = kJoinFailed;
   }
   if (g < 0) {
-    VGPU_LOG(kWarn, "compute share: device %d is not governed (scheduler group table full)", device);
+    host_->Warn("compute share: device " + std::to_string(device) +
+                " is not governed (scheduler group table full or no accountant thread)");
     g = kJoinFailed;
   }
   s.group.store(g, std::memory_order_release);
@@ -112,42 +62,62 @@ bool ComputeShare::EnsureJoined(int device) {
 }
 
 void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
-  if (device < 0 || !EnsureJoined(device)) return;  // unknown device or table full: not governed
+  for (;;) {
+    GateTry t = TryAdmit(device, ctx, stream);
+    switch (t.admission) {
+      case Admission::kAdmitted:
+        return;
+      case Admission::kQueueFull:  // the accountant retires it
+        FutexWait(&dev_[device].completed_signal, t.seen, 1'000'000, FutexScope::kProcess);
+        break;
+      case Admission::kNoLease:
+        region_->WaitForChange(device, t.seen, 1'000'000);
+        break;
+    }
+  }
+}
+
+ComputeShare::GateTry ComputeShare::TryAdmit(int device, CUcontext ctx, CUstream stream) {
+  if (device < 0 || !EnsureJoined(device)) return {Admission::kAdmitted, 0};  // not governed
   PerDevice& s = dev_[device];
   CUcontext none = nullptr;
   s.ctx.compare_exchange_strong(none, ctx);
-  for (;;) {
-    if (s.holding.load(std::memory_order_acquire) && !s.must_yield.load()) {
-      uint32_t signal = s.completed_signal.load();
-      if (s.launched.load() - s.completed.load() < s.max_inflight.load()) {
-        if (s.launched.load() >= s.next_marker_at.load()) PlaceMarker(device, stream);
-        s.launched.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      // The queue is full: the accountant retires it.
-      FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
-      FutexWait(&s.completed_signal, signal, 1'000'000, FutexScope::kProcess);
-      continue;
-    }
-    uint64_t now = MonotonicNs();
-    region_->Refill(device, now);
-    region_->SetDemand(device, client_, now);
-    uint32_t gen = region_->device(device).gen.load();
-    if (!s.must_yield.load() && !s.holding.load() && region_->TryAcquire(device, client_, now)) {
-      std::lock_guard<std::mutex> lock(join_mu_);
-      // A GiveUp may have run between TryAcquire and the lock, handing the
-      // lease on: only a lease still ours is taken.
-      if (!s.holding.load() && region_->device(device).holder.load() == client_) {
-        s.grant_ns.store(now, std::memory_order_relaxed);
-        s.fresh_lease.store(true, std::memory_order_release);
-        region_->ClearDemand(device, client_);
-        s.holding.store(true, std::memory_order_release);
-        FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
-      }
-      continue;
-    }
-    region_->WaitForChange(device, gen, 1'000'000);
+  if (!s.holding.load(std::memory_order_acquire) || s.must_yield.load()) {
+    uint32_t gen = 0;
+    if (!TakeLease(device, &gen)) return {Admission::kNoLease, gen};
   }
+  uint32_t signal = s.completed_signal.load();
+  if (s.launched.load() - s.completed.load() >= s.max_inflight.load()) {
+    FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
+    return {Admission::kQueueFull, signal};
+  }
+  if (s.launched.load() >= s.next_marker_at.load()) PlaceMarker(device, stream);
+  s.launched.fetch_add(1, std::memory_order_relaxed);
+  return {Admission::kAdmitted, 0};
+}
+
+// Asks for the lease and takes it if it is ours; true if it is held (and not
+// being given up). `gen`: the lease generation seen before asking.
+bool ComputeShare::TakeLease(int device, uint32_t* gen) {
+  PerDevice& s = dev_[device];
+  uint64_t now = host_->NowNs();
+  region_->Refill(device, now);
+  region_->SetDemand(device, client_, now);
+  *gen = region_->device(device).gen.load();
+  if (s.must_yield.load() || s.holding.load() || !region_->TryAcquire(device, client_, now)) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(join_mu_);
+  // A GiveUp may have run between TryAcquire and the lock, handing the
+  // lease on: only a lease still ours is taken.
+  if (!s.holding.load() && region_->device(device).holder.load() == client_) {
+    s.grant_ns.store(now, std::memory_order_relaxed);
+    s.fresh_lease.store(true, std::memory_order_release);
+    region_->ClearDemand(device, client_);
+    s.holding.store(true, std::memory_order_release);
+    FutexBumpAndWakeAll(&wake_, FutexScope::kProcess);
+  }
+  return s.holding.load(std::memory_order_acquire) && !s.must_yield.load();
 }
 
 // Marks the first `launched` launches done: the queue bound moves on.
@@ -162,7 +132,7 @@ bool ComputeShare::WaitMarker(int device) {
   PerDevice& s = dev_[device];
   if (s.marker_tail == s.marker_head.load(std::memory_order_acquire)) return false;
   int slot = static_cast<int>(s.marker_tail % PerDevice::kMarkers);
-  REAL_CALL(cuEventSynchronize, s.markers[slot]);
+  host_->EventSynchronize(s.markers[slot]);
   Retire(device, s.marker_launched[slot]);
   ++s.marker_tail;
   return true;
@@ -180,11 +150,10 @@ void ComputeShare::PlaceMarker(int device, CUstream stream) {
   uint32_t head = s.marker_head.load();
   if (head - s.marker_tail >= PerDevice::kMarkers) return;  // ring full: skip this one
   int slot = static_cast<int>(head % PerDevice::kMarkers);
-  if (s.markers[slot] == nullptr &&
-      REAL_CALL(cuEventCreate, &s.markers[slot], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+  if (s.markers[slot] == nullptr && host_->EventCreate(&s.markers[slot]) != CUDA_SUCCESS) {
     return;
   }
-  if (REAL_CALL(cuEventRecord, s.markers[slot], stream) != CUDA_SUCCESS) return;
+  if (host_->EventRecord(s.markers[slot], stream) != CUDA_SUCCESS) return;
   s.marker_launched[slot] = launched;
   s.marker_head.store(head + 1, std::memory_order_release);
 }
@@ -195,7 +164,7 @@ void ComputeShare::DrainAll(int device) {
   PerDevice& s = dev_[device];
   uint64_t launched = s.launched.load();
   if (launched == s.completed.load()) return;
-  REAL_CALL(cuCtxSynchronize);
+  host_->CtxSynchronize();
   Retire(device, launched);
 }
 
@@ -216,10 +185,7 @@ bool ComputeShare::DrainToLead(int device, uint64_t now) {
   if (s.launched.load() == s.completed.load()) return false;
   // No marker covers the rest: it started when the last one was retired.
   double wait = std::min(left_ns() - kHandoverLeadNs, 2.0 * kQueueBoundNs);
-  if (wait > 0) {
-    timespec ts{0, static_cast<long>(wait)};
-    nanosleep(&ts, nullptr);
-  }
+  if (wait > 0) host_->SleepNs(static_cast<uint64_t>(wait));
   return true;
 }
 
@@ -245,7 +211,7 @@ void ComputeShare::GiveUp(int device, uint64_t now) {
 // for the device (so the loop need not sleep).
 bool ComputeShare::Tick(int device, uint64_t now) {
   PerDevice& s = dev_[device];
-  REAL_CALL(cuCtxSetCurrent, s.ctx.load());
+  host_->CtxSetCurrent(s.ctx.load());
   if (s.fresh_lease.exchange(false, std::memory_order_acquire)) {
     // A new lease: charging starts at the grant; time spent waiting for the
     // lease is neither charged nor GPU time per launch.
@@ -262,7 +228,7 @@ bool ComputeShare::Tick(int device, uint64_t now) {
     waited = true;
   }
   bool early = s.must_yield.load() && DrainToLead(device, now);
-  now = MonotonicNs();
+  now = host_->NowNs();
   // Exclusive lease: an interval in which we had work queued at its start, or
   // launched any, ran only our work, so its wall time is our GPU time (queued
   // work included). Only intervals idle from end to end are free.
@@ -310,25 +276,32 @@ void ComputeShare::UpdateQueueBound(int device, uint64_t now) {
   }
 }
 
+bool ComputeShare::AccountantPass(bool* holding) {
+  uint64_t now = host_->NowNs();
+  bool busy = false;
+  *holding = false;
+  for (int d = 0; d < kSchedDevices; ++d) {
+    if (dev_[d].group.load(std::memory_order_acquire) < 0 ||
+        !dev_[d].holding.load(std::memory_order_acquire)) {
+      continue;
+    }
+    *holding = true;
+    busy = Tick(d, now) || busy;
+  }
+  if (now - last_reap_ns_ > 100'000'000) {
+    region_->ReapDead();  // a dead holder must not keep the device
+    last_reap_ns_ = now;
+  }
+  return busy;
+}
+
 void ComputeShare::AccountantLoop() {
-  uint64_t last_reap = 0;
   for (;;) {
     uint32_t signal = wake_.load();
-    uint64_t now = MonotonicNs();
-    bool holding = false, busy = false;
-    for (int d = 0; d < kSchedDevices; ++d) {
-      if (dev_[d].group.load(std::memory_order_acquire) < 0 ||
-          !dev_[d].holding.load(std::memory_order_acquire)) {
-        continue;
-      }
-      holding = true;
-      busy = Tick(d, now) || busy;
+    bool holding = false;
+    if (!AccountantPass(&holding)) {
+      FutexWait(&wake_, signal, holding ? kPollNs : 50'000'000, FutexScope::kProcess);
     }
-    if (now - last_reap > 100'000'000) {
-      region_->ReapDead();  // a dead holder must not keep the device
-      last_reap = now;
-    }
-    if (!busy) FutexWait(&wake_, signal, holding ? kPollNs : 50'000'000, FutexScope::kProcess);
   }
 }
 

@@ -6,20 +6,46 @@
 // queue; a per-process accountant thread retires work marker by marker,
 // charges the measured busy time to the group's bucket, and hands the lease
 // over when the scheduler says so.
+//
+// Everything outside the process's own state — the clock, the few driver
+// calls, the group parameters, the thread — comes through a ShareHost, so
+// the accounting can be driven deterministically on a fake clock and a
+// scripted GPU (tests/unit/compute_share_accounting_test.cc). Only slow paths
+// call the host; Gate()'s fast path is untouched by it.
 #pragma once
 
 #include <cuda.h>
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "common/sched_region.h"
 
 namespace vgpu {
+
+// What the compute share needs from the outside world. Production binds the
+// real driver and CLOCK_MONOTONIC (compute_share_host.cc).
+class ShareHost {
+ public:
+  virtual ~ShareHost() = default;
+  virtual uint64_t NowNs() = 0;
+  virtual void SleepNs(uint64_t ns) = 0;
+  virtual CUresult EventCreate(CUevent* event) = 0;  // without timing
+  virtual CUresult EventRecord(CUevent event, CUstream stream) = 0;
+  virtual CUresult EventSynchronize(CUevent event) = 0;
+  virtual CUresult CtxSynchronize() = 0;
+  virtual CUresult CtxSetCurrent(CUcontext ctx) = 0;
+  // The group's parameters on physical device `device`; false if the device
+  // is not governed (native there).
+  virtual bool ParamsFor(int device, GroupParams* params) = 0;
+  // Runs the accountant's loop on a thread of its own; false if it cannot.
+  virtual bool StartThread(std::function<void()> loop) = 0;
+  virtual void Warn(const std::string& message) = 0;
+};
 
 class ComputeShare {
  public:
@@ -30,6 +56,10 @@ class ComputeShare {
   static bool Start(std::string* error);
   // After fork: the child has no accountant thread and holds no lease.
   static void OnForkChild();
+
+  // A process's compute share as client `client` of `region`, in group
+  // `group`. `host` outlives it.
+  ComputeShare(std::shared_ptr<SchedRegion> region, int client, std::string group, ShareHost* host);
 
   // Admits one launch on physical device `device` of context `ctx` into
   // `stream` (`per_thread`: a _ptsz entry point, where 0 is the caller's
@@ -52,6 +82,19 @@ class ComputeShare {
 
   // The device the next launch of this thread goes to (cached per context).
   int DeviceOf(CUcontext ctx);
+
+  // One non-blocking pass of the slow gate: the launch is admitted (or the
+  // device is not governed), or the result says what to wait for. SlowGate
+  // loops on it; a deterministic test calls it directly.
+  enum class Admission { kAdmitted, kQueueFull, kNoLease };
+  struct GateTry {
+    Admission admission;
+    uint32_t seen;  // kQueueFull: completed_signal; kNoLease: the device's lease generation
+  };
+  GateTry TryAdmit(int device, CUcontext ctx, CUstream stream);
+  // One pass of the accountant over the devices whose lease this process
+  // holds. `holding`: whether it holds any; true if it waited for a device.
+  bool AccountantPass(bool* holding);
 
  private:
   static constexpr int kNotJoined = -1;
@@ -87,8 +130,8 @@ class ComputeShare {
     uint64_t rate_since_ns = 0;
   };
 
-  ComputeShare() = default;
   void SlowGate(int device, CUcontext ctx, CUstream stream);
+  bool TakeLease(int device, uint32_t* gen);
   bool EnsureJoined(int device);
   void AccountantLoop();
   bool Tick(int device, uint64_t now);
@@ -103,13 +146,15 @@ class ComputeShare {
 
   static std::atomic<ComputeShare*> instance_;
 
-  std::unique_ptr<SchedRegion> region_;
+  std::shared_ptr<SchedRegion> region_;
   int client_ = -1;
   std::string group_name_;
+  ShareHost* host_;
   std::mutex join_mu_;
   PerDevice dev_[kSchedDevices];
   std::atomic<uint32_t> wake_{0};  // futex: wakes the accountant
-  std::thread accountant_;
+  bool accountant_started_ = false;  // under join_mu_
+  uint64_t last_reap_ns_ = 0;        // accountant only
 };
 
 }  // namespace vgpu

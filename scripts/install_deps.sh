@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PACKAGES=(cmake ninja-build g++ make pkg-config python3
-  libelf-dev libunwind-dev libzstd-dev libspdlog-dev nlohmann-json3-dev
+  libelf-dev libunwind-dev libxxhash-dev libzstd-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev)
 CI_PACKAGES=(gnuplot-nox clang libclang-rt-14-dev)
 

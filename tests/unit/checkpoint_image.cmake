@@ -20,3 +20,12 @@ target_link_libraries(checkpoint_direct_io_test PRIVATE vgpu_checkpoint vgpu_war
                       GTest::gtest_main Threads::Threads)
 gtest_discover_tests(checkpoint_direct_io_test DISCOVERY_TIMEOUT 60
                      PROPERTIES LABELS unit TIMEOUT 120)
+
+# An image written before the switch to Debian's libxxhash (tests/unit/data/)
+# still opens, verifies and restores.
+add_executable(checkpoint_legacy_image_test ${CMAKE_CURRENT_LIST_DIR}/checkpoint_legacy_image_test.cc)
+target_link_libraries(checkpoint_legacy_image_test PRIVATE vgpu_checkpoint vgpu_warnings
+                      GTest::gtest_main)
+target_compile_definitions(checkpoint_legacy_image_test PRIVATE
+                           VGPU_TEST_DATA_DIR="${CMAKE_CURRENT_LIST_DIR}/data")
+gtest_discover_tests(checkpoint_legacy_image_test PROPERTIES LABELS unit)

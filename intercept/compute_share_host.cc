@@ -1,0 +1,103 @@
+// The compute share bound to this process: the real driver, CLOCK_MONOTONIC,
+// the configuration and a thread of its own (compute_share.cc holds the
+// mechanism, which knows none of these).
+#include <time.h>
+#include <unistd.h>
+
+#include <exception>
+#include <thread>
+
+#include "common/clock.h"
+#include "intercept/compute_share.h"
+#include "intercept/log.h"
+#include "driver/real_driver.h"
+#include "intercept/runtime.h"
+
+namespace vgpu {
+namespace {
+
+// The parameters on visible device `v` (its own share when
+// CUDA_DEVICE_SM_LIMIT_<v> is set).
+GroupParams ParamsFrom(const Config& cfg, int v) {
+  GroupParams p;
+  bool fixed = cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kFixed;
+  p.policy = fixed ? SchedPolicy::kFixed : SchedPolicy::kWeighted;
+  p.share_permille = cfg.ShareFor(v) != 0 ? cfg.ShareFor(v) : 1000;
+  p.weight = cfg.compute_weight != 0 ? cfg.compute_weight : 1;
+  p.high_priority = cfg.high_priority;
+  return p;
+}
+
+class RealShareHost final : public ShareHost {
+ public:
+  uint64_t NowNs() override { return MonotonicNs(); }
+  void SleepNs(uint64_t ns) override {
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+  }
+  CUresult EventCreate(CUevent* event) override {
+    return REAL_CALL(cuEventCreate, event, CU_EVENT_DISABLE_TIMING);
+  }
+  CUresult EventRecord(CUevent event, CUstream stream) override {
+    return REAL_CALL(cuEventRecord, event, stream);
+  }
+  CUresult EventSynchronize(CUevent event) override { return REAL_CALL(cuEventSynchronize, event); }
+  CUresult CtxSynchronize() override { return REAL_CALL(cuCtxSynchronize); }
+  CUresult CtxSetCurrent(CUcontext ctx) override { return REAL_CALL(cuCtxSetCurrent, ctx); }
+  bool ParamsFor(int device, GroupParams* params) override {
+    const Config& cfg = Runtime::Get().config();
+    const int v = Runtime::Get().devices().ToVirtual(device);
+    if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
+    *params = ParamsFrom(cfg, v);
+    return true;
+  }
+  bool StartThread(std::function<void()> loop) override {
+    try {
+      std::thread(std::move(loop)).detach();  // lives as long as the process
+      return true;
+    } catch (const std::exception& e) {
+      VGPU_LOG(kError, "compute share: cannot start the accountant thread (%s)", e.what());
+      return false;
+    }
+  }
+  void Warn(const std::string& message) override { VGPU_LOG(kWarn, "%s", message.c_str()); }
+};
+
+thread_local CUcontext t_last_ctx = nullptr;
+thread_local int t_last_device = -1;
+
+}  // namespace
+
+bool ComputeShare::Start(std::string* error) {
+  const Config& cfg = Runtime::Get().config();
+  if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
+  std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, error);
+  if (region == nullptr) return false;
+  region->ReleasePreviousImages(getpid());  // after exec()
+  int client = region->RegisterClient(getpid());
+  if (client < 0) {
+    *error = "the compute scheduler's client table is full";
+    return false;
+  }
+  std::string group = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
+  auto* cs = new ComputeShare(std::move(region), client, group, new RealShareHost());
+  instance_.store(cs, std::memory_order_release);
+  GroupParams p = ParamsFrom(cfg, 0);
+  VGPU_LOG(
+      kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s%s", group.c_str(),
+      p.policy == SchedPolicy::kFixed ? "fixed" : "weighted", p.share_permille / 10, p.weight,
+      p.high_priority ? " high-priority" : "",
+      cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");
+  return true;
+}
+
+int ComputeShare::DeviceOf(CUcontext ctx) {
+  if (ctx == t_last_ctx && t_last_device >= 0) return t_last_device;
+  CUdevice d = 0;
+  if (REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS || d < 0 || d >= kSchedDevices) return -1;
+  t_last_ctx = ctx;
+  t_last_device = d;
+  return d;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,4 @@
+add_executable(compute_share_accounting_test ${CMAKE_CURRENT_LIST_DIR}/compute_share_accounting_test.cc)
+target_link_libraries(compute_share_accounting_test PRIVATE vgpu_compute_share GTest::gtest_main
+  vgpu_warnings)
+gtest_discover_tests(compute_share_accounting_test PROPERTIES LABELS unit)
