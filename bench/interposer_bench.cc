@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "intercept/config.h"
+#include "common/config/config.h"
 
 #ifndef VGPU_BENCH_LIBVGPU
 #define VGPU_BENCH_LIBVGPU "libvgpu.so"

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config/config.h"
 #include "ctl/client.h"
-#include "intercept/config.h"
 
 namespace {
 

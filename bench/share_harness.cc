@@ -20,8 +20,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/config/config.h"
 #include "common/sched_region.h"
-#include "intercept/config.h"
 #include "sim/node_region.h"
 
 extern char** environ;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/config/config.h"
 #include "common/process_info.h"
 
 namespace vgpu::ctl {
@@ -45,7 +46,15 @@ Status CheckExisting(const std::string& dir, const struct stat& st, uid_t owner)
 }  // namespace
 
 std::string RunDir() {
-  if (const char* d = NonEmptyEnv("VGPU_RUN_DIR")) return d;
+  // VGPU_RUN_DIR alone, through the option table: a malformed libvgpu option
+  // elsewhere in the environment must not hide the agents. A malformed value
+  // of this one (control characters) falls back to the default, where the
+  // agent, which refuses to start on it, is not listening either.
+  Config cfg;
+  std::string error;
+  if (LoadEnvOption("VGPU_RUN_DIR", std::getenv, &cfg, &error) && !cfg.run_dir.empty()) {
+    return cfg.run_dir;
+  }
   if (const char* x = NonEmptyEnv("XDG_RUNTIME_DIR")) return std::string(x) + "/vgpu";
   if (geteuid() == 0) return "/run/vgpu";
   return "/tmp/vgpu-" + std::to_string(geteuid());

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "common/byte_size.h"
+#include "common/config/config.h"
 #include "common/quota_ledger.h"
 #include "ctl/vgpuctl_cli.h"
 #include "ctl/vgpuctl_process.h"
-#include "intercept/config.h"
 
 namespace {
 

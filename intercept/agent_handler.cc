@@ -20,14 +20,13 @@
 namespace vgpu {
 namespace {
 
-// $VGPU_CHECKPOINT_DIR, else $TMPDIR (/tmp)/vgpu-checkpoints-<uid>/<pid>. The
+// VGPU_CHECKPOINT_DIR (the option table), else $TMPDIR (/tmp)/vgpu-checkpoints-<uid>/<pid>. The
 // base under a world-writable directory is created 0700, or checked like the run directory
 // (ours, no symlink, not writable by others) when it exists: another user who
 // pre-created it could otherwise delete, swap or read our images.
 ctl::Status DefaultCheckpointDir(std::string* dir) {
-  const char* env = std::getenv("VGPU_CHECKPOINT_DIR");
-  if (env != nullptr && *env != '\0') {
-    *dir = env;
+  if (const std::string& configured = Runtime::Get().config().checkpoint_dir; !configured.empty()) {
+    *dir = configured;
     return ctl::Status::Ok();
   }
   const char* tmp = std::getenv("TMPDIR");
@@ -131,7 +130,9 @@ void StartAgent() noexcept {
   // no thread): the job runs, it only cannot be checkpointed by hand.
   try {
     static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
-    ctl::Status s = ctl::Agent::Start(handler);
+    ctl::AgentOptions options;
+    options.run_dir = Runtime::Get().config().run_dir;  // empty: ctl::RunDir()
+    ctl::Status s = ctl::Agent::Start(handler, options);
     if (!s.ok()) {
       VGPU_LOG(kWarn, "control agent not started: %s", s.message.c_str());
     } else {

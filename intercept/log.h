@@ -2,7 +2,7 @@
 // application's own output is never touched by default. Never called on a hot path.
 #pragma once
 
-#include "intercept/config.h"
+#include "common/config/config.h"
 
 namespace vgpu {
 

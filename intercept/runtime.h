@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "common/config/config.h"
 #include "common/quota_ledger.h"
 #include "intercept/allocation_tracker.h"
-#include "intercept/config.h"
 #include "intercept/device_map.h"
 #include "vmm/vmm.h"
 

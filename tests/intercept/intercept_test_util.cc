@@ -1,5 +1,5 @@
 #include "intercept_test_util.h"
-#include "intercept/config.h"
+#include "common/config/config.h"
 
 #include <fcntl.h>
 #include <poll.h>

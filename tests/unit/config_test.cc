@@ -1,4 +1,4 @@
-#include "intercept/config.h"
+#include "common/config/config.h"
 
 #include <gtest/gtest.h>
 
@@ -821,6 +821,53 @@ TEST(ConfigOptionsTest, EveryOptionIsDocumented) {
       EXPECT_TRUE(Contains(row, "`" + std::string(o.json_key) + "`")) << o.json_key;
     }
   }
+}
+
+// --- the control path's directories ---
+
+TEST_F(ConfigTest, RunAndCheckpointDirsAreOptionsThatConfigureNoPolicy) {
+  LoadOk();
+  EXPECT_EQ(cfg_.run_dir, "") << "empty: the default, computed where it is used";
+  EXPECT_EQ(cfg_.checkpoint_dir, "");
+  env_ = {{"VGPU_RUN_DIR", "/run/user/7/vgpu"}, {"VGPU_CHECKPOINT_DIR", "/var/ckpt"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.run_dir, "/run/user/7/vgpu");
+  EXPECT_EQ(cfg_.checkpoint_dir, "/var/ckpt");
+  EXPECT_FALSE(cfg_.configured) << "directories alone leave libvgpu a pass-through";
+}
+
+TEST_F(ConfigTest, EmptyRunAndCheckpointDirsMeanTheDefault) {
+  env_ = {{"VGPU_RUN_DIR", ""}, {"VGPU_CHECKPOINT_DIR", ""}};
+  LoadOk();
+  EXPECT_EQ(cfg_.run_dir, "");
+  EXPECT_EQ(cfg_.checkpoint_dir, "");
+}
+
+TEST_F(ConfigTest, RunDirWithControlCharactersIsRefused) {
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_RUN_DIR", "/tmp/a\nb\x01"), "VGPU_RUN_DIR="));
+  EXPECT_TRUE(Contains(ErrorFor("VGPU_CHECKPOINT_DIR", "/x\x01"), "control characters"));
+}
+
+TEST_F(ConfigTest, RunAndCheckpointDirsHaveNoJsonKey) {
+  UseFile(R"({"run_dir": "/x"})");
+  EXPECT_TRUE(Contains(LoadError(), "unknown key 'run_dir'"));
+}
+
+TEST(LoadEnvOption, ReadsOneOptionAndIgnoresTheOthers) {
+  std::map<std::string, std::string> env = {{"VGPU_RUN_DIR", "/r"},
+                                            {"VGPU_DEVICE_MEMORY_LIMIT", "lots"}};
+  auto lookup = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  Config cfg;
+  std::string error;
+  ASSERT_TRUE(LoadEnvOption("VGPU_RUN_DIR", lookup, &cfg, &error)) << error;
+  EXPECT_EQ(cfg.run_dir, "/r");
+  EXPECT_EQ(cfg.memory_limit_all, Config::kNoLimit) << "the malformed limit was not read";
+  EXPECT_FALSE(LoadEnvOption("VGPU_DEVICE_MEMORY_LIMIT", lookup, &cfg, &error));
+  EXPECT_TRUE(Contains(error, "VGPU_DEVICE_MEMORY_LIMIT='lots'")) << error;
+  EXPECT_FALSE(LoadEnvOption("VGPU_NO_SUCH_OPTION", lookup, &cfg, &error));
 }
 
 // What benchmarks and tests scrub from the caller's environment.

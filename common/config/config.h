@@ -1,4 +1,5 @@
-// libvgpu configuration: every option is declared once, in kOptions (config.cc),
+// vgpu configuration (libvgpu, vgpuctl, and next vgpud and the container
+// hook): every option is declared once, in kOptions (config.cc),
 // with its environment variable, HAMi-core aliases, JSON key, default and
 // documentation; docs/configuration.md is checked against that table by a test.
 //
@@ -55,6 +56,10 @@ struct Config {
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
+  // The control path (ctl/control): empty means the default, computed where
+  // it is used (run_dir.h RunDir(); the agent's per-process checkpoint dir).
+  std::string run_dir;         // VGPU_RUN_DIR
+  std::string checkpoint_dir;  // VGPU_CHECKPOINT_DIR
   // The policy in force: explicit, else fixed with a share, weighted with a
   // weight or high priority, else native (memory isolation only).
   // For the process: fixed when any device has a share.
@@ -102,5 +107,11 @@ bool IsConfigVariable(const std::string& name);
 using EnvLookup = std::function<const char*(const char*)>;
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
                 const std::vector<std::string>* env_names = nullptr);
+
+// Reads one option (`env`, its VGPU_* name) from the environment alone, into
+// the fields of *out it owns: for vgpuctl and the control library, which need
+// VGPU_RUN_DIR but must not fail on a malformed libvgpu option they do not
+// use. Same parser and messages as LoadConfig; never throws.
+bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out, std::string* error);
 
 }  // namespace vgpu

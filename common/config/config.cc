@@ -1,4 +1,4 @@
-#include "intercept/config.h"
+#include "common/config/config.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -296,6 +296,24 @@ bool ParseRealLibnvml(const Input& in, Config* cfg, std::string* error) {
   return ParsePath(in, &cfg->real_libnvml, error);
 }
 
+// An empty value means the default, as it did before these joined the table:
+// a unit file that writes VGPU_RUN_DIR= must not make libvgpu fail closed.
+bool ParseOptionalDir(const Input& in, std::string* out, std::string* error) {
+  if (in.text.empty()) {
+    out->clear();
+    return true;
+  }
+  return ParsePath(in, out, error);
+}
+
+bool ParseRunDir(const Input& in, Config* cfg, std::string* error) {
+  return ParseOptionalDir(in, &cfg->run_dir, error);
+}
+
+bool ParseCheckpointDir(const Input& in, Config* cfg, std::string* error) {
+  return ParseOptionalDir(in, &cfg->checkpoint_dir, error);
+}
+
 // ---------------------------------------------------------------------------
 // Compute share
 
@@ -525,6 +543,20 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParseRealLibnvml,
+     nullptr},
+    {{"VGPU_RUN_DIR", "", "", "$XDG_RUNTIME_DIR/vgpu, /run/vgpu as root, else /tmp/vgpu-<uid>",
+      "Directory of the control sockets (agent-<pid>.sock) where agents listen and vgpuctl "
+      "looks; both sides check it; empty: the default."},
+     Kind::kScalar,
+     false,
+     ParseRunDir,
+     nullptr},
+    {{"VGPU_CHECKPOINT_DIR", "", "", "$TMPDIR/vgpu-checkpoints-<uid>/<pid> (/tmp without TMPDIR)",
+      "Directory where a checkpoint without an explicit directory writes its image; empty: the "
+      "default."},
+     Kind::kScalar,
+     false,
+     ParseCheckpointDir,
      nullptr},
 };
 constexpr size_t kNumOptions = std::size(kOptions);
@@ -868,6 +900,21 @@ bool IsConfigVariable(const std::string& name) {
         return true;
       }
     }
+  }
+  return false;
+}
+
+bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out,
+                   std::string* error) {
+  try {
+    for (size_t i = 0; i < kNumOptions; ++i) {
+      if (std::strcmp(kOptions[i].info.env, env) != 0) continue;
+      LoadState st{out};
+      return ApplyEnvOption(i, getenv_fn, &st, error);
+    }
+    *error = std::string("unknown option ") + env;
+  } catch (...) {
+    *error = "vgpu configuration could not be read (internal error)";
   }
   return false;
 }
