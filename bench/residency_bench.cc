@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "common/config/config.h"
-#include "ctl/client.h"
+#include "ctl/control/client.h"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
-#include "ctl/agent.h"
-#include "ctl/protocol.h"
-#include "ctl/run_dir.h"
+#include "ctl/control/agent_server.h"
+#include "ctl/control/protocol.h"
+#include "ctl/control/run_dir.h"
 #include "driver/real_driver.h"
 #include "intercept/log.h"
 #include "intercept/residency.h"
@@ -49,49 +49,66 @@ std::string Comm() {
   return s;
 }
 
+using residency::Progress;
+
+Progress ProgressTo(ctl::ProgressSink* sink) {
+  return [sink](const char* phase, uint64_t done, uint64_t total) {
+    if (sink == nullptr) return;
+    ctl::Progress p;
+    p.done = done;
+    p.total = total;
+    p.phase = phase;
+    sink->Report(p);
+  };
+}
+
+// A residency operation's outcome as the protocol's result (bytes, seconds,
+// state; path and phases when there are).
+Response ToResponse(const residency::Result& r) {
+  if (!r.ok) return Response::Error(CodeOf(r.code), r.message);
+  nlohmann::json j = {{"bytes", r.bytes},
+                      {"seconds", r.seconds},
+                      {"state", residency::StateName(residency::CurrentState())}};
+  if (!r.path.empty()) j["path"] = r.path;
+  if (!r.phases.empty()) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& [name, seconds] : r.phases) phases[name] = seconds;
+    j["phases"] = phases;
+  }
+  return Response::Ok(j);
+}
+
+Response Checkpoint(const ctl::Request& req, const Progress& progress) {
+  ctl::CheckpointArgs a;
+  if (auto s = ctl::ParseCheckpointArgs(req.args, &a); !s.ok()) return Response::Error(s);
+  std::string dir = a.dir;
+  if (dir.empty()) {
+    if (auto s = DefaultCheckpointDir(&dir); !s.ok()) return Response::Error(s);
+  }
+  return ToResponse(residency::Checkpoint(dir, a.leave_running, progress));
+}
+
+Response Restore(const ctl::Request& req, const Progress& progress) {
+  ctl::RestoreArgs a;
+  if (auto s = ctl::ParseRestoreArgs(req.args, &a); !s.ok()) return Response::Error(s);
+  return ToResponse(residency::Restore(a.from, progress));
+}
+
+// libvgpu's agent commands, all of them: the server (ctl/control) has checked
+// the envelope and the argument types and answered "ping"; nothing else
+// handles a command.
 class ResidencyHandler : public ctl::Handler {
  public:
   Response Handle(const ctl::Request& req, ctl::ProgressSink* sink) override {
-    auto progress = [sink](const char* phase, uint64_t done, uint64_t total) {
-      if (sink == nullptr) return;
-      ctl::Progress p;
-      p.done = done;
-      p.total = total;
-      p.phase = phase;
-      sink->Report(p);
-    };
-    if (req.cmd == "info" || req.cmd == "ps") return Info();
-    residency::Result r;
-    if (req.cmd == "suspend") {
-      r = residency::Suspend(progress);
-    } else if (req.cmd == "resume") {
-      r = residency::Resume(progress);
-    } else if (req.cmd == "checkpoint") {
-      ctl::CheckpointArgs a;
-      if (auto s = ctl::ParseCheckpointArgs(req.args, &a); !s.ok()) return Response::Error(s);
-      std::string dir = a.dir;
-      if (dir.empty()) {
-        if (auto s = DefaultCheckpointDir(&dir); !s.ok()) return Response::Error(s);
-      }
-      r = residency::Checkpoint(dir, a.leave_running, progress);
-    } else if (req.cmd == "restore") {
-      ctl::RestoreArgs a;
-      if (auto s = ctl::ParseRestoreArgs(req.args, &a); !s.ok()) return Response::Error(s);
-      r = residency::Restore(a.from, progress);
-    } else {
-      return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
-    }
-    if (!r.ok) return Response::Error(CodeOf(r.code), r.message);
-    nlohmann::json j = {{"bytes", r.bytes},
-                        {"seconds", r.seconds},
-                        {"state", residency::StateName(residency::CurrentState())}};
-    if (!r.path.empty()) j["path"] = r.path;
-    if (!r.phases.empty()) {
-      nlohmann::json phases = nlohmann::json::object();
-      for (const auto& [name, seconds] : r.phases) phases[name] = seconds;
-      j["phases"] = phases;
-    }
-    return Response::Ok(j);
+    Progress progress = ProgressTo(sink);
+    if (req.cmd == "info") return Info();
+    if (req.cmd == "ps") return ctl::ProcessListOf(Info());
+    if (req.cmd == "suspend") return ToResponse(residency::Suspend(progress));
+    if (req.cmd == "resume") return ToResponse(residency::Resume(progress));
+    if (req.cmd == "checkpoint") return Checkpoint(req, progress);
+    if (req.cmd == "restore") return Restore(req, progress);
+    // "set": runtime limits are not implemented by libvgpu yet.
+    return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 
  private:

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "ctl/agent.h"
-#include "ctl/run_dir.h"
+#include "ctl/control/agent_server.h"
+#include "ctl/control/run_dir.h"
 
 namespace {
 

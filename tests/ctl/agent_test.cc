@@ -1,6 +1,6 @@
 // The agent served in this process with a fake handler, exercised through raw
 // sockets (robustness, concurrency, authentication, fork). Label integration.
-#include "ctl/agent.h"
+#include "ctl/control/agent_server.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "ctl/client.h"
-#include "ctl/run_dir.h"
+#include "ctl/control/client.h"
+#include "ctl/control/run_dir.h"
 #include "tests/ctl/test_util.h"
 
 namespace vgpu::ctl {

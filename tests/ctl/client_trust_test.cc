@@ -10,9 +10,9 @@
 
 #include <string>
 
-#include "ctl/agent.h"
-#include "ctl/client.h"
-#include "ctl/run_dir.h"
+#include "ctl/control/agent_server.h"
+#include "ctl/control/client.h"
+#include "ctl/control/run_dir.h"
 #include "tests/ctl/test_util.h"
 
 namespace vgpu::ctl {

@@ -1,6 +1,6 @@
 // Pure protocol tests (label unit): framing, validation, versioning, the run
 // directory rules. No sockets are served here.
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "ctl/run_dir.h"
+#include "ctl/control/run_dir.h"
 #include "tests/ctl/test_util.h"
 
 namespace vgpu::ctl {

@@ -56,13 +56,14 @@ Response FakeHandler::Handle(const Request& r, ProgressSink* progress) {
   } done{completed};
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
   if (r.args.contains("throw")) throw std::runtime_error("fake handler exploded");
-  if (r.cmd == "info") {
+  if (r.cmd == "info" || r.cmd == "ps") {
     InfoResult info{
         getpid(),        getuid(), "0.1.0-fake", "ctr-42", suspended ? "suspended" : "running",
         "ctl_agent_test"};
     info.devices = {{0, "GPU-fake-0", 4ull << 30, 1536ull << 20},
                     {1, "GPU-fake-1", std::nullopt, 0}};
-    return Response::Ok(ToJson(info));
+    Response resp = Response::Ok(ToJson(info));
+    return r.cmd == "ps" ? ProcessListOf(std::move(resp)) : resp;
   }
   if (r.cmd == "suspend" || r.cmd == "resume") {
     bool want = r.cmd == "suspend";

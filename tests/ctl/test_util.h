@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/agent.h"
+#include "ctl/control/agent_server.h"
 
 namespace vgpu::ctl::testing {
 

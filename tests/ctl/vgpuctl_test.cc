@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "ctl/agent.h"
-#include "ctl/run_dir.h"
+#include "ctl/control/agent_server.h"
+#include "ctl/control/run_dir.h"
 #include "tests/ctl/test_util.h"
 
 namespace vgpu::ctl {

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 #include "tests/fuzz/fuzz_regression.h"
 
 namespace ctl = vgpu::ctl;

@@ -16,16 +16,21 @@ import sys
 
 # What each directory may include (by the first path component of a quoted
 # include). "executables" may include every layer below them.
+# A layer is a directory, or a directory inside one ("ctl/control"): a file or
+# an include belongs to the longest layer its path starts with.
 ALLOWED = {
     "common": {"common"},
     "driver": {"driver", "common"},
     "checkpoint": {"checkpoint", "common", "driver"},
     "vmm": {"vmm", "common", "driver"},
-    "ctl": {"ctl", "common"},
-    "intercept": {"intercept", "vmm", "checkpoint", "ctl", "common", "driver"},
+    # The control library (protocol, agent server, client, run directory): no CUDA.
+    "ctl/control": {"ctl/control", "common"},
+    # The thin executables: vgpuctl now, vgpud and the container hook next.
+    "ctl": {"ctl", "ctl/control", "common"},
+    "intercept": {"intercept", "vmm", "checkpoint", "ctl/control", "common", "driver"},
     "sim": {"sim", "common", "driver", "vgpu"},  # vgpu/: sim/include, the kernel ABI
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl", "intercept"}
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
 # Headers generated at build time, by the layer that owns them.
@@ -41,12 +46,22 @@ def includes(path):
     return INCLUDE.findall(text)
 
 
+def layer_of_path(path):
+    """The longest layer `path` (a/b/c.h) lies in, else its first component."""
+    parts = path.split("/")
+    for n in range(len(parts) - 1, 0, -1):
+        prefix = "/".join(parts[:n])
+        if prefix in ALLOWED:
+            return prefix
+    return parts[0]
+
+
 def layer_of_include(inc, own_layer):
     if inc in GENERATED:
         return GENERATED[inc]
     if "/" not in inc:
         return own_layer  # a file of the same directory
-    return inc.split("/", 1)[0]
+    return layer_of_path(inc)
 
 
 def violations(root):
@@ -59,6 +74,8 @@ def violations(root):
             if path.suffix not in {".h", ".cc", ".inc"} or not path.is_file():
                 continue
             rel = path.relative_to(root).as_posix()
+            if layer_of_path(rel) != layer:
+                continue  # a nested layer's file, checked as that layer
             for inc in includes(path):
                 target = layer_of_include(inc, layer)
                 bad = target in KNOWN_DIRS and target not in allowed

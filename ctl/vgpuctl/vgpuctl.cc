@@ -12,8 +12,8 @@
 #include "common/byte_size.h"
 #include "common/config/config.h"
 #include "common/quota_ledger.h"
-#include "ctl/vgpuctl_cli.h"
-#include "ctl/vgpuctl_process.h"
+#include "ctl/vgpuctl/vgpuctl_cli.h"
+#include "ctl/vgpuctl/vgpuctl_process.h"
 
 namespace {
 

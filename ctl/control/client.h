@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 namespace vgpu::ctl {
 

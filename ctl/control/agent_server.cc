@@ -1,4 +1,4 @@
-#include "ctl/agent.h"
+#include "ctl/control/agent_server.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "ctl/run_dir.h"
+#include "ctl/control/run_dir.h"
 
 namespace vgpu::ctl {
 namespace {
@@ -130,15 +130,6 @@ Response CallHandler(State* s, const Request& req, ProgressSink* sink) {
   }
 }
 
-// "ps" answers like a daemon would (a list), from this process's "info".
-Response Ps(State* s, const Request& req, ProgressSink* sink) {
-  Request info = req;
-  info.cmd = "info";
-  Response r = CallHandler(s, info, sink);
-  if (r.ok) r.result = {{"processes", json::array({r.result})}};
-  return r;
-}
-
 Response Dispatch(State* s, const Conn& c, std::string_view line, int64_t* id, bool* broken) {
   Request req;
   Status st = ParseRequest(line, &req);
@@ -150,11 +141,13 @@ Response Dispatch(State* s, const Conn& c, std::string_view line, int64_t* id, b
   }
   st = ValidateArgs(req.cmd, req.args);
   if (!st.ok()) return Response::Error(st);
+  // The server's own answer: it proves the socket is served by this process
+  // and names the protocol, whatever the handler behind it.
   if (req.cmd == "ping") {
     return Response::Ok({{"pid", getpid()}, {"protocol", kProtocolVersion}});
   }
   ConnProgress sink(c.fd, req.id, s->options.idle_timeout_ms);
-  Response r = req.cmd == "ps" ? Ps(s, req, &sink) : CallHandler(s, req, &sink);
+  Response r = CallHandler(s, req, &sink);
   *broken = sink.broken();
   return r;
 }

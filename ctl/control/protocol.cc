@@ -1,4 +1,4 @@
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 #include <algorithm>
 #include <limits>
@@ -222,6 +222,11 @@ json ToJson(const InfoResult& r) {
 
 json ToJson(const CheckpointResult& r) {
   return {{"path", r.path}, {"bytes", r.bytes}, {"seconds", r.seconds}};
+}
+
+Response ProcessListOf(Response info) {
+  if (info.ok) info.result = {{"processes", json::array({std::move(info.result)})}};
+  return info;
 }
 
 Status ParseInfoResult(const json& j, InfoResult* out) {

@@ -1,4 +1,4 @@
-#include "ctl/vgpuctl_process.h"
+#include "ctl/vgpuctl/vgpuctl_process.h"
 
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 #include <cstdlib>
 
 #include "common/byte_size.h"
-#include "ctl/client.h"
-#include "ctl/run_dir.h"
-#include "ctl/vgpuctl_cli.h"
+#include "ctl/control/client.h"
+#include "ctl/control/run_dir.h"
+#include "ctl/vgpuctl/vgpuctl_cli.h"
 
 namespace vgpu::ctl::cli {
 namespace {

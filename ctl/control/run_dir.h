@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 namespace vgpu::ctl {
 

@@ -1,4 +1,4 @@
-#include "ctl/run_dir.h"
+#include "ctl/control/run_dir.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 namespace vgpu::ctl::cli {
 

@@ -1,4 +1,4 @@
-#include "ctl/vgpuctl_cli.h"
+#include "ctl/vgpuctl/vgpuctl_cli.h"
 
 #include <unistd.h>
 

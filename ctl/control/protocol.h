@@ -131,6 +131,10 @@ struct CheckpointResult {
   double seconds = 0;
 };
 
+// "ps" as one process's agent answers it: its "info" result as a list of one
+// (the shape vgpud answers for many). An error response passes through.
+Response ProcessListOf(Response info);
+
 nlohmann::json ToJson(const InfoResult& r);
 nlohmann::json ToJson(const CheckpointResult& r);
 // Tolerant readers for the client: missing fields keep their defaults, wrong

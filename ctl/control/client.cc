@@ -1,4 +1,4 @@
-#include "ctl/client.h"
+#include "ctl/control/client.h"
 
 #include <dirent.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ctl/run_dir.h"
+#include "ctl/control/run_dir.h"
 
 namespace vgpu::ctl {
 namespace {

@@ -1,5 +1,9 @@
-// The in-process agent: one background thread serving the control socket
-// (docs/control-protocol.md) for vgpuctl and vgpud.
+// The agent server of the control library: one background thread serving the
+// control socket (docs/control-protocol.md) for vgpuctl and vgpud. It owns the
+// transport (socket, peer credentials, framing, deadlines, eviction) and the
+// request envelope (version, known command, argument types); what a command
+// means is the Handler's, implemented once per endpoint (libvgpu:
+// intercept/agent_handler.cc).
 //
 // Lifecycle, as libvgpu uses it:
 //  - Nothing happens at library load. libvgpu calls Agent::Start() lazily (at
@@ -37,7 +41,7 @@
 
 #include <string>
 
-#include "ctl/protocol.h"
+#include "ctl/control/protocol.h"
 
 namespace vgpu::ctl {
 
@@ -50,11 +54,14 @@ class ProgressSink {
   virtual void Report(const Progress& progress) = 0;
 };
 
-// Implemented by libvgpu (the real operations) and by tests (a fake).
-// The agent has already checked the protocol version, that `cmd` is a known
+// Every command's meaning, in one place per endpoint: implemented by libvgpu
+// (intercept/agent_handler.cc: the real operations) and by tests (a fake).
+// The server has already checked the protocol version, that `cmd` is a known
 // command, and the argument types (Parse*Args in protocol.h will succeed).
-// "ping" is answered by the agent itself; "ps" is answered from Handle() of
-// an "info" request. Exceptions thrown by Handle() become EIO responses.
+// Only "ping" is answered by the server itself (it checks the transport, not
+// the process); every other command, "ps" included (ProcessListOf in
+// protocol.h), reaches Handle(). Exceptions thrown by Handle() become EIO
+// responses.
 class Handler {
  public:
   virtual ~Handler() = default;
