@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "common/counters.h"
 #include "ctl/control/agent_server.h"
 #include "ctl/control/protocol.h"
 #include "ctl/control/run_dir.h"
@@ -135,6 +136,9 @@ class ResidencyHandler : public ctl::Handler {
         d.used = vmm_used[p];
       }
       info.devices.push_back(d);
+    }
+    for (size_t i = 0; i < counters::kCount; ++i) {
+      info.counters.emplace_back(counters::kInfo[i].name, counters::Get(i));
     }
     return Response::Ok(ctl::ToJson(info));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/counters.h"
 #include "common/futex.h"
 
 namespace vgpu {
@@ -62,8 +63,10 @@ bool ComputeShare::EnsureJoined(int device) {
 }
 
 void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
+  counters::ScopedWait throttled(counters::Id::kLaunchesThrottled, counters::Id::kThrottleWaitNs);
   for (;;) {
     GateTry t = TryAdmit(device, ctx, stream);
+    if (t.admission != Admission::kAdmitted) throttled.Waiting();
     switch (t.admission) {
       case Admission::kAdmitted:
         return;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/byte_size.h"
+#include "common/counters.h"
 #include "driver/real_driver.h"
 #include "intercept/hooks.h"
 #include "intercept/log.h"
@@ -30,7 +31,9 @@ CUresult CurrentWhere(Where* w) {
   return REAL_CALL(cuCtxGetCurrent, &w->ctx);
 }
 
+// Every final quota refusal passes here (VMM or not): it is also where it is counted.
 void LogRefusal(int device, uint64_t bytes) {
+  counters::Add(counters::Id::kAllocationsRefused);
   QuotaLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr) return;
   VGPU_LOG(kWarn, "out of device memory quota on device %d: quota %s, used %s, requested %s",
@@ -41,7 +44,10 @@ void LogRefusal(int device, uint64_t bytes) {
 
 bool TryReserve(int device, uint64_t bytes) {
   QuotaLedger* ledger = Runtime::Get().ledger();
-  return ledger == nullptr || bytes == 0 || ledger->TryReserve(device, bytes);
+  if (ledger == nullptr || bytes == 0) return true;
+  if (!ledger->TryReserve(device, bytes)) return false;
+  counters::Add(counters::Id::kQuotaChargedBytes, bytes);
+  return true;
 }
 
 bool Reserve(int device, uint64_t bytes) {

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/counters.h"
+
 namespace vgpu::residency {
 
 std::atomic<bool> g_gate_closed{false};
@@ -81,6 +83,8 @@ GateSlot* ThisThreadSlot() {
 }
 
 void WaitWhileClosed(GateSlot* slot) {
+  counters::ScopedWait wait(counters::Id::kGateWaits, counters::Id::kGateWaitNs);
+  wait.Waiting();  // only reached with the gate closed
   for (;;) {
     slot->active.store(0, std::memory_order_seq_cst);
     {

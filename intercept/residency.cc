@@ -20,6 +20,7 @@
 #include "checkpoint/image_reader.h"
 #include "checkpoint/image_writer.h"
 #include "common/byte_size.h"
+#include "common/counters.h"
 #include "common/process_info.h"
 #include "driver/real_driver.h"
 #include "intercept/log.h"
@@ -358,7 +359,9 @@ void NoteContext(CUcontext ctx) {
   g_contexts->insert(ctx);
 }
 
-Result Suspend(const Progress& progress) {
+namespace {
+
+Result DoSuspend(const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
   if (g_state.load() != State::kRunning) return Result::Error("EBUSY", "process is already suspended");
   if (Result r = RefuseNonMigratable(); !r.ok) return r;
@@ -398,7 +401,7 @@ Result Suspend(const Progress& progress) {
   return res;
 }
 
-Result Resume(const Progress& progress) {
+Result DoResume(const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
   State s = g_state.load();
   if (s == State::kRunning) return Result::Error("EBUSY", "process is not suspended");
@@ -420,7 +423,7 @@ Result Resume(const Progress& progress) {
   return res;
 }
 
-Result Checkpoint(const std::string& dir, bool leave_running, const Progress& progress) {
+Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
   State s = g_state.load();
   if (s == State::kCheckpointed) {
@@ -467,9 +470,42 @@ Result Checkpoint(const std::string& dir, bool leave_running, const Progress& pr
   return Done("checkpointed", total, t0, path);
 }
 
-Result Restore(const std::string& from, const Progress& progress) {
+Result DoRestore(const std::string& from, const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
   return RestoreLocked(from, progress);
+}
+
+// Counts a completed operation (common/counters.h); a refused or failed one
+// counts nothing. A resume of a checkpointed process counts as a resume.
+Result Counted(Result r, counters::Id ops, counters::Id bytes, counters::Id ns) {
+  if (!r.ok) return r;
+  counters::Add(ops);
+  counters::Add(bytes, r.bytes);
+  counters::Add(ns, static_cast<uint64_t>(r.seconds * 1e9));
+  return r;
+}
+
+}  // namespace
+
+Result Suspend(const Progress& progress) {
+  using counters::Id;
+  return Counted(DoSuspend(progress), Id::kSuspends, Id::kSuspendBytes, Id::kSuspendNs);
+}
+
+Result Resume(const Progress& progress) {
+  using counters::Id;
+  return Counted(DoResume(progress), Id::kResumes, Id::kResumeBytes, Id::kResumeNs);
+}
+
+Result Checkpoint(const std::string& dir, bool leave_running, const Progress& progress) {
+  using counters::Id;
+  return Counted(DoCheckpoint(dir, leave_running, progress), Id::kCheckpoints,
+                 Id::kCheckpointBytes, Id::kCheckpointNs);
+}
+
+Result Restore(const std::string& from, const Progress& progress) {
+  using counters::Id;
+  return Counted(DoRestore(from, progress), Id::kRestores, Id::kRestoreBytes, Id::kRestoreNs);
 }
 
 }  // namespace vgpu::residency

@@ -110,6 +110,17 @@ Status ParseDevice(const json& j, DeviceInfo* d) {
   return s;
 }
 
+// "counters": an object of non-negative integers; absent (an older agent): none.
+Status ParseCounters(const json& j, std::vector<std::pair<std::string, uint64_t>>* out) {
+  if (!Has(j, "counters")) return Status::Ok();
+  if (!j.at("counters").is_object()) return Invalid("counters", "expected an object");
+  for (const auto& [name, value] : j.at("counters").items()) {
+    if (!value.is_number_unsigned()) return Invalid("counters." + name, "expected a count");
+    out->emplace_back(name, value.get<uint64_t>());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view ErrorCodeName(ErrorCode code) {
@@ -216,8 +227,11 @@ json ToJson(const InfoResult& r) {
                        {"quota", d.quota ? json(*d.quota) : json(nullptr)},
                        {"used", d.used}});
   }
-  return {{"pid", r.pid},     {"uid", r.uid},         {"version", r.version}, {"group", r.group},
-          {"state", r.state}, {"command", r.command}, {"devices", devices}};
+  json counters = json::object();
+  for (const auto& [name, value] : r.counters) counters[name] = value;
+  return {{"pid", r.pid},         {"uid", r.uid},         {"version", r.version},
+          {"group", r.group},     {"state", r.state},     {"command", r.command},
+          {"devices", devices},   {"counters", counters}};
 }
 
 json ToJson(const CheckpointResult& r) {
@@ -237,6 +251,7 @@ Status ParseInfoResult(const json& j, InfoResult* out) {
   if (s.ok()) s = GetString(j, "group", &out->group);
   if (s.ok()) s = GetString(j, "state", &out->state);
   if (s.ok()) s = GetString(j, "command", &out->command);
+  if (s.ok()) s = ParseCounters(j, &out->counters);
   if (!s.ok() || !Has(j, "devices")) return s;
   if (!j.at("devices").is_array()) return Invalid("devices", "expected an array");
   for (const json& d : j.at("devices")) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vgpu::ctl {
@@ -124,6 +125,9 @@ struct InfoResult {
   std::string state = "running";  // "running" | "suspended"
   std::string command;            // /proc/<pid>/comm of the process
   std::vector<DeviceInfo> devices;
+  // The process's counters (common/counters.h) by wire name. Read from JSON
+  // they come in name order; a name this build does not know is kept.
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 struct CheckpointResult {
   std::string path;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/byte_size.h"
+#include "common/counters.h"
 #include "ctl/control/client.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
@@ -98,6 +99,26 @@ void PrintPsRows(const InfoResult& r) {
     std::printf("%-8lld %-16s %-10s %-14s %-4d %-12s %-12s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), d.index,
                 FormatByteSize(d.used).c_str(), Quota(d).c_str());
+  }
+}
+
+// One "name  value unit" line per counter, in the table's order (common/counters.h);
+// names this vgpuctl does not know (a newer agent) follow, without a unit.
+void PrintCounters(const std::vector<std::pair<std::string, uint64_t>>& got) {
+  if (got.empty()) return;  // an agent older than the counters
+  std::printf("counters\n");
+  std::vector<bool> shown(got.size(), false);
+  auto print = [&](const char* name, const char* unit) {
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (shown[i] || got[i].first != name) continue;
+      shown[i] = true;
+      std::printf("  %-22s %llu%s%s\n", name, static_cast<unsigned long long>(got[i].second),
+                  unit[0] != '\0' ? " " : "", unit);
+    }
+  };
+  for (const counters::Info& c : counters::kInfo) print(c.name, c.unit);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!shown[i]) print(got[i].first.c_str(), "");
   }
 }
 
@@ -197,6 +218,7 @@ int Info(const std::vector<std::string>& args) {
     std::printf("device %d  %s  used %s of %s\n", d.index, Or(d.uuid, "-").c_str(),
                 FormatByteSize(d.used).c_str(), Quota(d).c_str());
   }
+  PrintCounters(info.counters);
   return kExitOk;
 }
 

@@ -110,6 +110,35 @@ TEST(Protocol, InfoResultRoundTrip) {
   EXPECT_FALSE(ParseInfoResult({{"devices", 3}}, &out).ok());
 }
 
+TEST(Protocol, InfoResultCarriesCounters) {
+  InfoResult in{42, 1000, "0.1.0", "g", "running", "python"};
+  in.counters = {{"allocations_refused", 3}, {"suspend_bytes", 5ull << 30}};
+  json j = ToJson(in);
+  EXPECT_EQ(j["counters"]["allocations_refused"], 3);
+  InfoResult out;
+  ASSERT_TRUE(ParseInfoResult(j, &out).ok());
+  ASSERT_EQ(out.counters.size(), 2u);
+  EXPECT_EQ(out.counters[1].first, "suspend_bytes");
+  EXPECT_EQ(out.counters[1].second, 5ull << 30);
+  InfoResult older;
+  j.erase("counters");
+  ASSERT_TRUE(ParseInfoResult(j, &older).ok()) << "an agent older than the counters";
+  EXPECT_TRUE(older.counters.empty());
+  InfoResult bad;
+  EXPECT_FALSE(ParseInfoResult({{"counters", {{"suspends", -1}}}}, &bad).ok());
+  EXPECT_FALSE(ParseInfoResult({{"counters", json::array()}}, &bad).ok());
+}
+
+TEST(Protocol, ProcessListOfIsAListOfOneInfo) {
+  Response ps = ProcessListOf(Response::Ok({{"pid", 7}}));
+  ASSERT_TRUE(ps.ok);
+  ASSERT_EQ(ps.result["processes"].size(), 1u);
+  EXPECT_EQ(ps.result["processes"][0]["pid"], 7);
+  Response err = ProcessListOf(Response::Error(ErrorCode::kBusy, "busy"));
+  EXPECT_FALSE(err.ok);
+  EXPECT_EQ(err.code, ErrorCode::kBusy);
+}
+
 TEST(Protocol, ResponsesAreOneLine) {
   std::string ok = SerializeResponse(Response::Ok({{"a", "x\ny"}}));
   EXPECT_EQ(ok.find('\n'), ok.size() - 1);
@@ -159,7 +188,7 @@ TEST(Protocol, ErrorCodeNames) {
 class RunDirEnv : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"VGPU_RUN_DIR", "XDG_RUNTIME_DIR"}) {
+    for (const char* v : {"VGPU_RUN_DIR", "XDG_RUNTIME_DIR", "VGPU_DEVICE_MEMORY_LIMIT"}) {
       const char* old = std::getenv(v);
       saved_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
       unsetenv(v);
@@ -184,6 +213,12 @@ TEST_F(RunDirEnv, Precedence) {
   EXPECT_EQ(RunDir(), "/somewhere");
   setenv("VGPU_RUN_DIR", "", 1);
   EXPECT_EQ(RunDir(), "/run/user/77/vgpu") << "empty means unset";
+}
+
+TEST_F(RunDirEnv, OtherMalformedOptionsDoNotHideTheAgents) {
+  setenv("VGPU_RUN_DIR", "/somewhere", 1);
+  setenv("VGPU_DEVICE_MEMORY_LIMIT", "plenty", 1);
+  EXPECT_EQ(RunDir(), "/somewhere") << "VGPU_RUN_DIR is read alone, through the option table";
 }
 
 TEST(RunDir, CreatesPrivateDirectoryAndChecksExistingOnes) {

@@ -9,6 +9,9 @@
 //                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
 //   pitch FILE         holds one cuMemAllocPitch buffer until FILE exists
 //                      (prints "ready" once it has it), then frees it.
+//   overquota FILE     allocates 40 MiB, then 40 MiB more, which a 64 MiB
+//                      quota refuses; prints "ready refused=1" and waits for
+//                      FILE; exits 0 iff the second allocation was refused.
 //   ctxwork FILE       a buffer of the primary context is filled by a kernel
 //                      queued (behind a 400 ms sleep) in a second context that
 //                      allocates nothing; prints "ready" right after queueing,
@@ -90,6 +93,16 @@ int main(int argc, char** argv) {
     for (uint32_t v : h) wrong += v != kValue;
     std::printf("wrong=%zu\n", wrong);
     return wrong == 0 ? 0 : 3;
+  }
+  if (mode == "overquota" && argc >= 3) {  // under a 64 MiB limit: one refusal
+    CUdeviceptr a = 0, b = 0;
+    CU(cuMemAlloc(&a, 40u << 20));
+    CUresult r = cuMemAlloc(&b, 40u << 20);
+    std::printf("ready refused=%d\n", r == CUDA_ERROR_OUT_OF_MEMORY ? 1 : 0);
+    std::fflush(stdout);
+    while (access(argv[2], F_OK) != 0) usleep(2000);
+    CU(cuMemFree(a));
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 3;
   }
   if (mode != "hold" || argc < 4) return 2;
   int threads = std::atoi(argv[2]);

@@ -16,6 +16,8 @@
 #                                 both restore with their own data; another job's image (or any
 #                                 file) at a job's image name is never replaced; a job may
 #                                 replace its own image
+#   residency_test.sh counters    a quota refusal and a suspend/resume show in vgpuctl info's
+#                                 counters (--json and text)
 #   residency_test.sh default_dir without --dir, the image goes to a private
 #                                 $TMPDIR/vgpu-checkpoints-<uid>/<pid>; an unsafe base is refused
 # Environment (from CMake): VGPUCTL LIBVGPU CLIENT TRAIN CUBIN SIM_DIR KERNELS
@@ -55,7 +57,35 @@ mem() {
   printf -v "$2" '%s' "$v"
 }
 
+# counter NAME: the value of counter NAME in $work/ctl.out (vgpuctl info --json).
+counter() { grep -o "\"$1\":[0-9]*" "$work/ctl.out" | cut -d: -f2; }
+
 case $mode in
+counters)
+  VGPU_VMM=on VGPU_DEVICE_MEMORY_LIMIT=64MiB LD_PRELOAD=$LIBVGPU "$CLIENT" overquota "$work/stop" \
+    >"$work/q.out" 2>&1 &
+  child=$!
+  wait_ready "$work/q.out"
+  wait_agent $child
+  grep -q "refused=1" "$work/q.out" || fail "the quota did not refuse: $(cat "$work/q.out")"
+  ctl info $child --json || fail "info"
+  [ "$(counter allocations_refused)" = 1 ] || fail "allocations_refused: $(cat "$work/ctl.out")"
+  [ "$(counter quota_charged_bytes)" -ge $((40 << 20)) ] || fail "quota_charged_bytes too small"
+  [ "$(counter suspends)" = 0 ] && [ "$(counter resumes)" = 0 ] || fail "suspended already?"
+  ctl suspend $child || fail "suspend"
+  ctl resume $child || fail "resume"
+  ctl info $child --json || fail "info after resume"
+  [ "$(counter suspends)" = 1 ] && [ "$(counter resumes)" = 1 ] || fail "suspend/resume not counted: $(cat "$work/ctl.out")"
+  [ "$(counter suspend_bytes)" -ge $((40 << 20)) ] || fail "suspend_bytes too small"
+  [ "$(counter resume_ns)" -gt 0 ] || fail "resume_ns not counted"
+  [ "$(counter allocations_refused)" = 1 ] || fail "allocations_refused changed"
+  ctl info $child || fail "info (text)"
+  grep -Eq "^  suspends +1 operations$" "$work/ctl.out" || fail "text output: $(cat "$work/ctl.out")"
+  grep -Eq "^  allocations_refused +1 allocations$" "$work/ctl.out" || fail "text output"
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  [ $st -eq 0 ] || fail "client failed: $(cat "$work/q.out")"
+  ;;
 train)
   ref=$("$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &

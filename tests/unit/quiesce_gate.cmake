@@ -3,5 +3,5 @@
 add_executable(quiesce_gate_test ${CMAKE_CURRENT_LIST_DIR}/quiesce_gate_test.cc
                ${PROJECT_SOURCE_DIR}/intercept/quiesce_gate.cc)
 target_include_directories(quiesce_gate_test PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(quiesce_gate_test PRIVATE Threads::Threads GTest::gtest_main vgpu_warnings)
+target_link_libraries(quiesce_gate_test PRIVATE vgpu_common Threads::Threads GTest::gtest_main vgpu_warnings)
 gtest_discover_tests(quiesce_gate_test PROPERTIES LABELS unit)

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/counters.h"
+
 namespace vgpu::residency {
 namespace {
 
@@ -73,6 +75,20 @@ TEST(QuiesceGateTest, ClosedGateHoldsACallerUntilItOpens) {
   OpenGate();
   t.join();
   EXPECT_TRUE(entered);
+}
+
+TEST(QuiesceGateTest, OnlyAWaitAtAClosedGateIsCounted) {
+  uint64_t waits = counters::Get(counters::Id::kGateWaits);
+  uint64_t ns = counters::Get(counters::Id::kGateWaitNs);
+  std::thread([] { GateGuard g; }).join();
+  EXPECT_EQ(counters::Get(counters::Id::kGateWaits), waits) << "an open gate counts nothing";
+  CloseGate();
+  std::thread t([] { GateGuard g; });
+  std::this_thread::sleep_for(20ms);
+  OpenGate();
+  t.join();
+  EXPECT_EQ(counters::Get(counters::Id::kGateWaits), waits + 1);
+  EXPECT_GE(counters::Get(counters::Id::kGateWaitNs) - ns, 10'000'000u) << "about 20 ms waited";
 }
 
 TEST(QuiesceGateTest, CloseWaitsForTheThreadInside) {
