@@ -21,6 +21,7 @@
   X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)                    \
   X(cuDevicePrimaryCtxSetFlags_v2)                                               \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
+  X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                \
   X(cuCtxGetDevice) X(cuCtxGetDevice_v2) X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) \
   X(cuMemSetMemPool)                                                            \
   /* memory: every path that takes device memory counts against the quota */     \
@@ -81,7 +82,7 @@
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
-  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSetCurrent) X(cuCtxSynchronize)  \
+  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSynchronize)  \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
   X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "driver/real_driver.h"
+#include "intercept/current_context.h"
 #include "intercept/hooks.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
@@ -61,6 +62,7 @@ bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* 
 // A created context is drained by suspend even if it allocates nothing: its
 // kernels may work on memory another context allocated.
 CUresult NoteCreated(CUcontext* pctx, CUresult r) {
+  ForgetCurrentContext();  // a created context is pushed onto this thread's stack
   if (r == CUDA_SUCCESS && pctx != nullptr) residency::NoteContext(*pctx);
   return r;
 }
@@ -208,6 +210,7 @@ VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrima
   VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
       CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
+      vgpu::ForgetAllCurrentContexts();  // the last release destroys it, wherever it is current
       unsigned flags = 0; int active = 1;
       // The last release destroys the context and, with it, its memory.
       if (r == CUDA_SUCCESS && p < 64 && REAL_CALL(cuDevicePrimaryCtxGetState, p, &flags, &active) == CUDA_SUCCESS &&
@@ -221,6 +224,7 @@ VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimary
   VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
       CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
       CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
+      vgpu::ForgetAllCurrentContexts();  // destroyed, wherever it is current
       if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
       return r;);
 }
@@ -252,8 +256,30 @@ VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* p
 
 VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
   VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
+                        vgpu::ForgetAllCurrentContexts();  // popped here; a dead handle elsewhere
                         if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
                         return r;);
+}
+
+// The calling thread's current context changes: the launch path's cache
+// (intercept/current_context.h) is forgotten after the real call, whatever
+// its result (a failed pop may still have changed nothing, or something).
+VGPU_HOOK(cuCtxSetCurrent) CUresult CUDAAPI vgpu_hook_cuCtxSetCurrent(CUcontext ctx) {
+  CUresult r = REAL_CALL(cuCtxSetCurrent, ctx);
+  vgpu::ForgetCurrentContext();
+  return r;
+}
+
+VGPU_HOOK(cuCtxPushCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPushCurrent_v2(CUcontext ctx) {
+  CUresult r = REAL_CALL(cuCtxPushCurrent_v2, ctx);
+  vgpu::ForgetCurrentContext();
+  return r;
+}
+
+VGPU_HOOK(cuCtxPopCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPopCurrent_v2(CUcontext* pctx) {
+  CUresult r = REAL_CALL(cuCtxPopCurrent_v2, pctx);
+  vgpu::ForgetCurrentContext();
+  return r;
 }
 
 VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* device) {

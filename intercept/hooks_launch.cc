@@ -3,6 +3,7 @@
 // syscall, allocate nothing and never log.
 #include "driver/real_driver.h"
 #include "intercept/compute_share.h"
+#include "intercept/current_context.h"
 #include "intercept/hooks.h"
 #include "intercept/residency.h"
 
@@ -15,9 +16,10 @@ namespace {
 inline void Govern(CUstream stream, bool per_thread) {
   vgpu::ComputeShare* cs = vgpu::ComputeShare::Get();
   if (cs == nullptr) return;
-  CUcontext ctx = nullptr;
-  REAL_CALL(cuCtxGetCurrent, &ctx);
-  cs->Gate(cs->DeviceOf(ctx), ctx, stream, per_thread);
+  // The thread's current context is cached (intercept/current_context.h):
+  // the driver is asked only after the thread's context changed.
+  const vgpu::CurrentContext& c = vgpu::CurrentContextOfThread();
+  cs->Gate(c.device, c.ctx, stream, per_thread);
 }
 
 }  // namespace
