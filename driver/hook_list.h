@@ -3,7 +3,9 @@
 // checks each hook's signature against it), and the same list builds the table
 // of real entry points, the dlsym map and the cuGetProcAddress map.
 //
-// X(symbol) — CUDA driver API. Keep groups sorted by purpose.
+// X(symbol) — CUDA driver API. Keep groups sorted by purpose. Every hook's
+// policies (gate, quota, vmm, share) are declared in intercept/hook_policy.h,
+// which says how to add one.
 #pragma once
 
 #define VGPU_CU_HOOKS(X)                                                          \
