@@ -3,7 +3,9 @@
 // checks each hook's signature against it), and the same list builds the table
 // of real entry points, the dlsym map and the cuGetProcAddress map.
 //
-// X(symbol) — CUDA driver API. Keep groups sorted by purpose.
+// X(symbol) — CUDA driver API. Keep groups sorted by purpose. Every hook's
+// policies (gate, quota, vmm, share) are declared in intercept/hook_policy.h,
+// which says how to add one.
 #pragma once
 
 #define VGPU_CU_HOOKS(X)                                                          \
@@ -21,6 +23,7 @@
   X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)                    \
   X(cuDevicePrimaryCtxSetFlags_v2)                                               \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
+  X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                \
   X(cuCtxGetDevice) X(cuCtxGetDevice_v2) X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) \
   X(cuMemSetMemPool)                                                            \
   /* memory: every path that takes device memory counts against the quota */     \
@@ -32,33 +35,40 @@
   X(cuMemGetInfo_v2) X(cuMemPoolCreate) X(cuMemGetAllocationGranularity)         \
   X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetAllocationPropertiesFromHandle)  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes)                             \
-  /* hot paths: pass-through now, governed by the compute share later */         \
+  /* launches: governed by the compute share, inside the quiesce gate */          \
   X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx)                   \
   X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)                          \
   X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)       \
-  X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemGetAddressRange_v2) \
-  /* copies and memsets: pass-through inside the quiesce gate */ \
-  X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz) \
-  X(cuMemcpyPeer) X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync) \
-  X(cuMemcpyPeerAsync_ptsz) X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds) \
-  X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2) \
-  X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) \
-  X(cuMemcpyDtoDAsync_v2) X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpy2D_v2) \
-  X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) \
-  X(cuMemcpy2DUnaligned_v2_ptds) X(cuMemcpy2DAsync_v2) \
-  X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds) \
-  X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz) X(cuMemcpy3DPeer) \
-  X(cuMemcpy3DPeer_ptds) X(cuMemcpy3DPeerAsync) X(cuMemcpy3DPeerAsync_ptsz) \
-  X(cuMemcpyDtoA_v2) X(cuMemcpyDtoA_v2_ptds) X(cuMemcpyAtoD_v2) \
-  X(cuMemcpyAtoD_v2_ptds) X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) \
-  X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2) \
-  X(cuMemsetD32_v2_ptds) X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds) \
-  X(cuMemsetD2D16_v2) X(cuMemsetD2D16_v2_ptds) X(cuMemsetD2D32_v2) \
-  X(cuMemsetD2D32_v2_ptds) X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz) \
-  X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) \
-  X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8Async) X(cuMemsetD2D8Async_ptsz) \
-  X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32Async) \
-  X(cuMemsetD2D32Async_ptsz)
+  X(cuMemGetAddressRange_v2)                                                     \
+  /* copies, memsets: bodies from one template (below) */                        \
+  VGPU_CU_GATED_PASSTHROUGH(X)
+
+// Copies and memsets: nothing but the real call inside the quiesce gate, so
+// that no copy touches device memory while the process is suspended
+// (docs/vmm.md). No body is written for them: intercept/hooks_gated.cc
+// defines each from one template, with the signature cuda.h gives the symbol.
+#define VGPU_CU_GATED_PASSTHROUGH(X)                                              \
+  X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpy)               \
+  X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz) X(cuMemcpyPeer)        \
+  X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync) X(cuMemcpyPeerAsync_ptsz)            \
+  X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2)                  \
+  X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2) X(cuMemcpyDtoD_v2_ptds)             \
+  X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2)   \
+  X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds)            \
+  X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)                       \
+  X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2)              \
+  X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)         \
+  X(cuMemcpy3DPeer) X(cuMemcpy3DPeer_ptds) X(cuMemcpy3DPeerAsync)                \
+  X(cuMemcpy3DPeerAsync_ptsz) X(cuMemcpyDtoA_v2) X(cuMemcpyDtoA_v2_ptds)         \
+  X(cuMemcpyAtoD_v2) X(cuMemcpyAtoD_v2_ptds) X(cuMemsetD8_v2)                    \
+  X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds)                 \
+  X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds) X(cuMemsetD2D8_v2)                    \
+  X(cuMemsetD2D8_v2_ptds) X(cuMemsetD2D16_v2) X(cuMemsetD2D16_v2_ptds)           \
+  X(cuMemsetD2D32_v2) X(cuMemsetD2D32_v2_ptds) X(cuMemsetD8Async)                \
+  X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz)           \
+  X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8Async)              \
+  X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz)     \
+  X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)
 
 // Entry points that name a device but are not translated above. When the
 // process sees a remapped device set they are refused (CUDA_ERROR_NOT_SUPPORTED)
@@ -81,7 +91,7 @@
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
-  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSetCurrent) X(cuCtxSynchronize)  \
+  X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSynchronize)  \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
   X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \

@@ -80,9 +80,6 @@ class ComputeShare {
     SlowGate(device, ctx, per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream);
   }
 
-  // The device the next launch of this thread goes to (cached per context).
-  int DeviceOf(CUcontext ctx);
-
   // One non-blocking pass of the slow gate: the launch is admitted (or the
   // device is not governed), or the result says what to wait for. SlowGate
   // loops on it; a deterministic test calls it directly.

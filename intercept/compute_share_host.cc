@@ -63,9 +63,6 @@ class RealShareHost final : public ShareHost {
   void Warn(const std::string& message) override { VGPU_LOG(kWarn, "%s", message.c_str()); }
 };
 
-thread_local CUcontext t_last_ctx = nullptr;
-thread_local int t_last_device = -1;
-
 }  // namespace
 
 bool ComputeShare::Start(std::string* error) {
@@ -89,15 +86,6 @@ bool ComputeShare::Start(std::string* error) {
       p.high_priority ? " high-priority" : "",
       cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");
   return true;
-}
-
-int ComputeShare::DeviceOf(CUcontext ctx) {
-  if (ctx == t_last_ctx && t_last_device >= 0) return t_last_device;
-  CUdevice d = 0;
-  if (REAL_CALL(cuCtxGetDevice, &d) != CUDA_SUCCESS || d < 0 || d >= kSchedDevices) return -1;
-  t_last_ctx = ctx;
-  t_last_device = d;
-  return d;
 }
 
 }  // namespace vgpu

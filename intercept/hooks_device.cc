@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "driver/real_driver.h"
+#include "intercept/current_context.h"
+#include "intercept/hook_body.h"
 #include "intercept/hooks.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
@@ -61,6 +63,7 @@ bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* 
 // A created context is drained by suspend even if it allocates nothing: its
 // kernels may work on memory another context allocated.
 CUresult NoteCreated(CUcontext* pctx, CUresult r) {
+  ForgetCurrentContext();  // a created context is pushed onto this thread's stack
   if (r == CUDA_SUCCESS && pctx != nullptr) residency::NoteContext(*pctx);
   return r;
 }
@@ -79,287 +82,419 @@ void ReleaseContextCharges(CUcontext ctx) {
 
 using vgpu::Phys;
 
-#define VGPU_DEVICE_HOOK_BODY(...)                 \
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {   \
-    VGPU_REQUIRE_READY();                          \
-    __VA_ARGS__                                    \
-  })
-
 VGPU_HOOK(cuDeviceGetCount) CUresult CUDAAPI vgpu_hook_cuDeviceGetCount(int* count) {
-  VGPU_DEVICE_HOOK_BODY(if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                        *count = vgpu::Map().count(); return CUDA_SUCCESS;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *count = vgpu::Map().count();
+    return CUDA_SUCCESS;
+  });
 }
 
 VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, int ordinal) {
-  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                        CUdevice p = 0; if (!Phys(ordinal, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        *device = ordinal; return CUDA_SUCCESS;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUdevice p = 0;
+    if (!Phys(ordinal, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+  });
 }
 
 VGPU_HOOK(cuDeviceGetName) CUresult CUDAAPI vgpu_hook_cuDeviceGetName(char* name, int len, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetName, name, len, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetName, name, len, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetUuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetUuid, uuid, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetUuid, uuid, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetUuid_v2) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetUuid_v2, uuid, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetUuid_v2, uuid, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetLuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetLuid(char* luid, unsigned int* mask, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetLuid, luid, mask, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetLuid, luid, mask, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(
-      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL_CALL(cuDeviceTotalMem_v2, bytes, p);
-      // The quota is the device's size as far as the process can tell: the
-      // group's, which a stricter member or the daemon may have set below
-      // this process's own configuration (cuMemGetInfo says the same).
-      const vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
-      uint64_t limit = ledger != nullptr ? ledger->Limit(p) : vgpu::Runtime::Get().config().LimitFor(dev);
-      if (r == CUDA_SUCCESS && limit < *bytes) *bytes = limit;
-      return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = REAL_CALL(cuDeviceTotalMem_v2, bytes, p);
+    // The quota is the device's size as far as the process can tell: the
+    // group's, which a stricter member or the daemon may have set below
+    // this process's own configuration (cuMemGetInfo says the same).
+    const vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
+    uint64_t limit =
+        ledger != nullptr ? ledger->Limit(p) : vgpu::Runtime::Get().config().LimitFor(dev);
+    if (r == CUDA_SUCCESS && limit < *bytes) *bytes = limit;
+    return r;
+  });
 }
 
 VGPU_HOOK(cuDeviceGetAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetAttribute, pi, attrib, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetAttribute, pi, attrib, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetProperties) CUresult CUDAAPI vgpu_hook_cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetProperties, prop, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetProperties, prop, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceComputeCapability) CUresult CUDAAPI vgpu_hook_cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceComputeCapability, major, minor, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceComputeCapability, major, minor, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetPCIBusId, pciBusId, len, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetPCIBusId, pciBusId, len, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      CUdevice p = 0; CUresult r = REAL_CALL(cuDeviceGetByPCIBusId, &p, pciBusId);
-      if (r != CUDA_SUCCESS) return r;
-      int v = vgpu::Map().ToVirtual(p);
-      if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
-      *dev = v; return CUDA_SUCCESS;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUdevice p = 0;
+    CUresult r = REAL_CALL(cuDeviceGetByPCIBusId, &p, pciBusId);
+    if (r != CUDA_SUCCESS) return r;
+    int v = vgpu::Map().ToVirtual(p);
+    if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
+    *dev = v;
+    return CUDA_SUCCESS;
+  });
 }
 
 VGPU_HOOK(cuDeviceCanAccessPeer) CUresult CUDAAPI vgpu_hook_cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
-                        if (!Phys(dev, &p) || !Phys(peerDev, &q)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceCanAccessPeer, canAccessPeer, p, q););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0, q = 0;
+    if (!Phys(dev, &p) || !Phys(peerDev, &q)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceCanAccessPeer, canAccessPeer, p, q);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetP2PAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0, q = 0;
-                        if (!Phys(srcDevice, &p) || !Phys(dstDevice, &q)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetP2PAttribute, value, attrib, p, q););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0, q = 0;
+    if (!Phys(srcDevice, &p) || !Phys(dstDevice, &q)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetP2PAttribute, value, attrib, p, q);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetDefaultMemPool, pool_out, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetDefaultMemPool, pool_out, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetMemPool, pool, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetMemPool, pool, p);
+  });
 }
 
 VGPU_HOOK(cuDeviceSetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceSetMemPool, p, pool););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceSetMemPool, p, pool);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetTexture1DLinearMaxWidth) CUresult CUDAAPI vgpu_hook_cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetTexture1DLinearMaxWidth, maxWidthInElements, format, numChannels, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetTexture1DLinearMaxWidth, maxWidthInElements, format, numChannels,
+                     p);
+  });
 }
 
 VGPU_HOOK(cuDeviceGetExecAffinitySupport) CUresult CUDAAPI vgpu_hook_cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDeviceGetExecAffinitySupport, pi, type, p););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDeviceGetExecAffinitySupport, pi, type, p);
+  });
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(
-      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL_CALL(cuDevicePrimaryCtxRetain, pctx, p);
-      if (r == CUDA_SUCCESS && p < 64) vgpu::g_primary[p] = *pctx;
-      return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = REAL_CALL(cuDevicePrimaryCtxRetain, pctx, p);
+    if (r == CUDA_SUCCESS && p < 64) vgpu::g_primary[p] = *pctx;
+    return r;
+  });
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
-      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
-      unsigned flags = 0; int active = 1;
-      // The last release destroys the context and, with it, its memory.
-      if (r == CUDA_SUCCESS && p < 64 && REAL_CALL(cuDevicePrimaryCtxGetState, p, &flags, &active) == CUDA_SUCCESS &&
-          !active) {
-        vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
-      }
-      return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
+    vgpu::ForgetAllCurrentContexts();  // the last release destroys it, wherever it is current
+    unsigned flags = 0;
+    int active = 1;
+    // The last release destroys the context and, with it, its memory.
+    if (r == CUDA_SUCCESS && p < 64 &&
+        REAL_CALL(cuDevicePrimaryCtxGetState, p, &flags, &active) == CUDA_SUCCESS && !active) {
+      vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+    }
+    return r;
+  });
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
-      CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-      CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
-      if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
-      return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
+    vgpu::ForgetAllCurrentContexts();  // destroyed, wherever it is current
+    if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+    return r;
+  });
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxGetState) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDevicePrimaryCtxGetState, p, flags, active););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDevicePrimaryCtxGetState, p, flags, active);
+  });
 }
 
 VGPU_HOOK(cuDevicePrimaryCtxSetFlags_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return REAL_CALL(cuDevicePrimaryCtxSetFlags_v2, p, flags););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuDevicePrimaryCtxSetFlags_v2, p, flags);
+  });
 }
 
 VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v2, pctx, flags, p)););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v2, pctx, flags, p));
+  });
 }
 
 VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p)););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return vgpu::NoteCreated(pctx,
+                             REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p));
+  });
 }
 
 VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
-  VGPU_DEVICE_HOOK_BODY(CUdevice p = 0; if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-                        return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p)););
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p));
+  });
 }
 
 VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
-  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
-                        if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
-                        return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
+    vgpu::ForgetAllCurrentContexts();  // popped here; a dead handle elsewhere
+    if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
+    return r;
+  });
+}
+
+// The calling thread's current context changes: the launch path's cache
+// (intercept/current_context.h) is forgotten after the real call, whatever
+// its result (a failed pop may still have changed nothing, or something).
+VGPU_HOOK(cuCtxSetCurrent) CUresult CUDAAPI vgpu_hook_cuCtxSetCurrent(CUcontext ctx) {
+  CUresult r = REAL_CALL(cuCtxSetCurrent, ctx);
+  vgpu::ForgetCurrentContext();
+  return r;
+}
+
+VGPU_HOOK(cuCtxPushCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPushCurrent_v2(CUcontext ctx) {
+  CUresult r = REAL_CALL(cuCtxPushCurrent_v2, ctx);
+  vgpu::ForgetCurrentContext();
+  return r;
+}
+
+VGPU_HOOK(cuCtxPopCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPopCurrent_v2(CUcontext* pctx) {
+  CUresult r = REAL_CALL(cuCtxPopCurrent_v2, pctx);
+  vgpu::ForgetCurrentContext();
+  return r;
 }
 
 VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* device) {
-  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                        CUdevice p = 0; CUresult r = REAL_CALL(cuCtxGetDevice, &p);
-                        if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
-                        return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUdevice p = 0;
+    CUresult r = REAL_CALL(cuCtxGetDevice, &p);
+    if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+    return r;
+  });
 }
 
 VGPU_HOOK(cuMemGetAllocationGranularity) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      CUmemAllocationProp copy = *prop; bool ok = true;
-      copy.location = vgpu::ToPhysLocation(copy.location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemGetAllocationGranularity, granularity, &copy, option););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUmemAllocationProp copy = *prop;
+    bool ok = true;
+    copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemGetAllocationGranularity, granularity, &copy, option);
+  });
 }
 
 VGPU_HOOK(cuMemPoolCreate) CUresult CUDAAPI vgpu_hook_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (poolProps == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      CUmemPoolProps copy = *poolProps; bool ok = true;
-      copy.location = vgpu::ToPhysLocation(copy.location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemPoolCreate, pool, &copy););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (poolProps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUmemPoolProps copy = *poolProps;
+    bool ok = true;
+    copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemPoolCreate, pool, &copy);
+  });
 }
 
 VGPU_HOOK(cuMemSetAccess) CUresult CUDAAPI vgpu_hook_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (desc == nullptr || count == 0 || count > 64) return REAL_CALL(cuMemSetAccess, ptr, size, desc, count);
-      std::vector<CUmemAccessDesc> copy(desc, desc + count); bool ok = true;
-      for (auto& d : copy) d.location = vgpu::ToPhysLocation(d.location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemSetAccess, ptr, size, copy.data(), count););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (desc == nullptr || count == 0 || count > 64)
+      return REAL_CALL(cuMemSetAccess, ptr, size, desc, count);
+    std::vector<CUmemAccessDesc> copy(desc, desc + count);
+    bool ok = true;
+    for (auto& d : copy) d.location = vgpu::ToPhysLocation(d.location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemSetAccess, ptr, size, copy.data(), count);
+  });
 }
 
 VGPU_HOOK(cuMemGetAccess) CUresult CUDAAPI vgpu_hook_cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (location == nullptr) return REAL_CALL(cuMemGetAccess, flags, location, ptr);
-      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemGetAccess, flags, &copy, ptr););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (location == nullptr) return REAL_CALL(cuMemGetAccess, flags, location, ptr);
+    bool ok = true;
+    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemGetAccess, flags, &copy, ptr);
+  });
 }
 
 VGPU_HOOK(cuMemGetAllocationPropertiesFromHandle) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle) {
-  VGPU_DEVICE_HOOK_BODY(CUresult r = REAL_CALL(cuMemGetAllocationPropertiesFromHandle, prop, handle);
-                        if (r == CUDA_SUCCESS) vgpu::ToVirtLocation(&prop->location);
-                        return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUresult r = REAL_CALL(cuMemGetAllocationPropertiesFromHandle, prop, handle);
+    if (r == CUDA_SUCCESS) vgpu::ToVirtLocation(&prop->location);
+    return r;
+  });
 }
 
 VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
-      CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
-      vgpu::vmm::AllocationInfo info;
-      if (r == CUDA_SUCCESS && vgpu::Vmm().Find(ptr, &info)) vgpu::VmmAttribute(attribute, info, data);
-      if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
-        *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
-      }
-      return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
+    vgpu::vmm::AllocationInfo info;
+    if (r == CUDA_SUCCESS && vgpu::Vmm().Find(ptr, &info))
+      vgpu::VmmAttribute(attribute, info, data);
+    if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
+      *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
+    }
+    return r;
+  });
 }
 
 VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
-  VGPU_DEVICE_HOOK_BODY(vgpu::residency::GateGuard gate; 
-      CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
-      vgpu::vmm::AllocationInfo info;
-      if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr && vgpu::Vmm().Find(ptr, &info)) {
-        for (unsigned i = 0; i < numAttributes; ++i) {
-          if (data[i] != nullptr) vgpu::VmmAttribute(attributes[i], info, data[i]);
-        }
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
+    vgpu::vmm::AllocationInfo info;
+    if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr &&
+        vgpu::Vmm().Find(ptr, &info)) {
+      for (unsigned i = 0; i < numAttributes; ++i) {
+        if (data[i] != nullptr) vgpu::VmmAttribute(attributes[i], info, data[i]);
       }
-      for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
-        int* ord = static_cast<int*>(data[i]);
-        if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
-          *ord = vgpu::Map().ToVirtual(*ord);
-        }
+    }
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
+      int* ord = static_cast<int*>(data[i]);
+      if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
+        *ord = vgpu::Map().ToVirtual(*ord);
       }
-      return r;);
+    }
+    return r;
+  });
 }
 
 VGPU_HOOK(cuCtxGetDevice_v2) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
-  VGPU_DEVICE_HOOK_BODY(if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                        CUdevice p = 0; CUresult r = REAL_CALL(cuCtxGetDevice_v2, &p, ctx);
-                        if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
-                        return r;);
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    CUdevice p = 0;
+    CUresult r = REAL_CALL(cuCtxGetDevice_v2, &p, ctx);
+    if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+    return r;
+  });
 }
 
 VGPU_HOOK(cuMemGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (location == nullptr) return REAL_CALL(cuMemGetDefaultMemPool, pool_out, location, type);
-      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemGetDefaultMemPool, pool_out, &copy, type););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (location == nullptr) return REAL_CALL(cuMemGetDefaultMemPool, pool_out, location, type);
+    bool ok = true;
+    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemGetDefaultMemPool, pool_out, &copy, type);
+  });
 }
 
 VGPU_HOOK(cuMemGetMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (location == nullptr) return REAL_CALL(cuMemGetMemPool, pool, location, type);
-      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemGetMemPool, pool, &copy, type););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (location == nullptr) return REAL_CALL(cuMemGetMemPool, pool, location, type);
+    bool ok = true;
+    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemGetMemPool, pool, &copy, type);
+  });
 }
 
 VGPU_HOOK(cuMemSetMemPool) CUresult CUDAAPI vgpu_hook_cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
-  VGPU_DEVICE_HOOK_BODY(
-      if (location == nullptr) return REAL_CALL(cuMemSetMemPool, location, type, pool);
-      bool ok = true; CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
-      if (!ok) return CUDA_ERROR_INVALID_DEVICE;
-      return REAL_CALL(cuMemSetMemPool, &copy, type, pool););
+  return vgpu::WhenReady([&]() -> CUresult {
+    if (location == nullptr) return REAL_CALL(cuMemSetMemPool, location, type, pool);
+    bool ok = true;
+    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    if (!ok) return CUDA_ERROR_INVALID_DEVICE;
+    return REAL_CALL(cuMemSetMemPool, &copy, type, pool);
+  });
 }

@@ -1,8 +1,9 @@
-// Hot paths: every launch form (governed by the compute share) and the async
-// host-to-device copy. With tokens available they take no lock, make no
-// syscall, allocate nothing and never log.
+// Hot paths: every launch form, governed by the compute share. With tokens
+// available they take no lock, make no syscall, allocate nothing and never
+// log. (The async copies are gated pass-through: intercept/hooks_gated.cc.)
 #include "driver/real_driver.h"
 #include "intercept/compute_share.h"
+#include "intercept/current_context.h"
 #include "intercept/hooks.h"
 #include "intercept/residency.h"
 
@@ -15,9 +16,10 @@ namespace {
 inline void Govern(CUstream stream, bool per_thread) {
   vgpu::ComputeShare* cs = vgpu::ComputeShare::Get();
   if (cs == nullptr) return;
-  CUcontext ctx = nullptr;
-  REAL_CALL(cuCtxGetCurrent, &ctx);
-  cs->Gate(cs->DeviceOf(ctx), ctx, stream, per_thread);
+  // The thread's current context is cached (intercept/current_context.h):
+  // the driver is asked only after the thread's context changed.
+  const vgpu::CurrentContext& c = vgpu::CurrentContextOfThread();
+  cs->Gate(c.device, c.ctx, stream, per_thread);
 }
 
 }  // namespace
@@ -68,14 +70,4 @@ VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgr
   Govern(hStream, true);
   vgpu::residency::GateGuard gate;
   return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
-}
-
-VGPU_HOOK(cuMemcpyHtoDAsync_v2) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
-  vgpu::residency::GateGuard gate;
-  return REAL_CALL(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, ByteCount, hStream);
-}
-
-VGPU_HOOK(cuMemcpyHtoDAsync_v2_ptsz) CUresult CUDAAPI vgpu_hook_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
-  vgpu::residency::GateGuard gate;
-  return REAL_CALL(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, ByteCount, hStream);
 }

@@ -8,6 +8,7 @@
 
 #include "driver/proc_table.h"
 #include "driver/real_driver.h"
+#include "intercept/hook_policy.h"  // checks that every hook declares its policies
 #include "intercept/hooks.h"
 #include "intercept/log.h"
 #include "intercept/runtime.h"

@@ -10,6 +10,7 @@
 #include "common/byte_size.h"
 #include "common/counters.h"
 #include "driver/real_driver.h"
+#include "intercept/hook_body.h"
 #include "intercept/hooks.h"
 #include "intercept/log.h"
 #include "intercept/residency.h"
@@ -275,208 +276,231 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
 
 using vgpu::ChargeKind;
 
-#define VGPU_MEM_HOOK_BODY(...)                    \
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {   \
-    VGPU_REQUIRE_READY();                          \
-    vgpu::residency::GateGuard gate;               \
-    __VA_ARGS__                                    \
-  })
-
 VGPU_HOOK(cuMemAlloc_v2) CUresult CUDAAPI vgpu_hook_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr) return REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
-      if (vgpu::VmmOn()) return vgpu::VmmAlloc(dptr, bytesize, nullptr);
-      return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
-          *key = *k = *dptr;
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (dptr == nullptr) return REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
+    if (vgpu::VmmOn()) return vgpu::VmmAlloc(dptr, bytesize, nullptr);
+    return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuMemAlloc_v2, dptr, bytesize);
+        *key = *k = *dptr;
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) {
-  VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr || pPitch == nullptr) return REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-      if (vgpu::VmmOn()) {
-        if (WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
-        if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) return CUDA_ERROR_INVALID_VALUE;
-        size_t pitch = (WidthInBytes + vgpu::kPitchAlignment - 1) / vgpu::kPitchAlignment * vgpu::kPitchAlignment;
-        if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
-        CUresult r = vgpu::VmmAlloc(dptr, pitch * Height, nullptr);
-        if (r == CUDA_SUCCESS) *pPitch = pitch;
-        return r;
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (dptr == nullptr || pPitch == nullptr)
+      return REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (vgpu::VmmOn()) {
+      if (WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
+      if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+        return CUDA_ERROR_INVALID_VALUE;
+      size_t pitch = (WidthInBytes + vgpu::kPitchAlignment - 1) / vgpu::kPitchAlignment *
+                     vgpu::kPitchAlignment;
+      if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+      CUresult r = vgpu::VmmAlloc(dptr, pitch * Height, nullptr);
+      if (r == CUDA_SUCCESS) *pPitch = pitch;
+      return r;
+    }
+    // The pitch is known only afterwards: charge the widest plausible
+    // padding (512 B rows) first, then settle on the real size.
+    uint64_t guess = ((WidthInBytes + 511) / 512) * 512 * static_cast<uint64_t>(Height);
+    vgpu::Where w;
+    if (CUresult r = vgpu::CurrentWhere(&w); r != CUDA_SUCCESS) return r;
+    CUresult r = vgpu::Charged(ChargeKind::kPointer, w, guess, [&](uint64_t* key) {
+      CUresult rr =
+          REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+      *key = *dptr;
+      return rr;
+    });
+    if (r != CUDA_SUCCESS) return r;
+    uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
+    if (real != guess) {
+      vgpu::Charge c;
+      vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
+      if (real < guess) {
+        vgpu::Unreserve(w.device, guess - real);
+      } else if (!vgpu::Reserve(w.device, real - guess)) {
+        REAL_CALL(cuMemFree_v2, *dptr);
+        vgpu::Unreserve(w.device, guess);
+        return CUDA_ERROR_OUT_OF_MEMORY;
       }
-      // The pitch is known only afterwards: charge the widest plausible
-      // padding (512 B rows) first, then settle on the real size.
-      uint64_t guess = ((WidthInBytes + 511) / 512) * 512 * static_cast<uint64_t>(Height);
-      vgpu::Where w;
-      if (CUresult r = vgpu::CurrentWhere(&w); r != CUDA_SUCCESS) return r;
-      CUresult r = vgpu::Charged(ChargeKind::kPointer, w, guess, [&](uint64_t* key) {
-        CUresult rr = REAL_CALL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        *key = *dptr;
-        return rr;
-      });
-      if (r != CUDA_SUCCESS) return r;
-      uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
-      if (real != guess) {
-        vgpu::Charge c;
-        vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
-        if (real < guess) {
-          vgpu::Unreserve(w.device, guess - real);
-        } else if (!vgpu::Reserve(w.device, real - guess)) {
-          REAL_CALL(cuMemFree_v2, *dptr);
-          vgpu::Unreserve(w.device, guess);
-          return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        if (vgpu::Runtime::Get().ledger() != nullptr) {
-          vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
-        }
+      if (vgpu::Runtime::Get().ledger() != nullptr) {
+        vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
       }
-      // Driver memory, like cuMemAlloc's off VMM: suspend cannot move it, so
-      // suspend and checkpoint must refuse rather than leave it behind.
-      vgpu::residency::NoteNonMigratable(vgpu::NmKey(ChargeKind::kPointer, *dptr), real, w.ctx);
-      return r;);
+    }
+    // Driver memory, like cuMemAlloc's off VMM: suspend cannot move it, so
+    // suspend and checkpoint must refuse rather than leave it behind.
+    vgpu::residency::NoteNonMigratable(vgpu::NmKey(ChargeKind::kPointer, *dptr), real, w.ctx);
+    return r;
+  });
 }
 
 VGPU_HOOK(cuMemFree_v2) CUresult CUDAAPI vgpu_hook_cuMemFree_v2(CUdeviceptr dptr) {
-  VGPU_MEM_HOOK_BODY(CUresult vr = CUDA_SUCCESS;
-                     if (dptr != 0 && vgpu::VmmFree(dptr, &vr)) return vr;
-                     return vgpu::FreeCharged(ChargeKind::kPointer, dptr,
-                                              [&] { return REAL_CALL(cuMemFree_v2, dptr); }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    CUresult vr = CUDA_SUCCESS;
+    if (dptr != 0 && vgpu::VmmFree(dptr, &vr)) return vr;
+    return vgpu::FreeCharged(ChargeKind::kPointer, dptr,
+                             [&] { return REAL_CALL(cuMemFree_v2, dptr); });
+  });
 }
 
 VGPU_HOOK(cuMemAllocManaged) CUresult CUDAAPI vgpu_hook_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
-  VGPU_MEM_HOOK_BODY(
-      if (dptr == nullptr) return REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
-      // Managed memory can migrate to the device: it counts in full.
-      return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
-          *key = *k = *dptr;
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (dptr == nullptr) return REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
+    // Managed memory can migrate to the device: it counts in full.
+    return vgpu::AllocOnCurrent(ChargeKind::kPointer, bytesize, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kPointer, bytesize, true, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuMemAllocManaged, dptr, bytesize, flags);
+        *key = *k = *dptr;
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuMemAllocAsync) CUresult CUDAAPI vgpu_hook_cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, false););
+  return vgpu::WhenReadyGated(
+      [&]() -> CUresult { return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, false); });
 }
 VGPU_HOOK(cuMemAllocAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, true););
+  return vgpu::WhenReadyGated(
+      [&]() -> CUresult { return vgpu::AllocAsync(dptr, bytesize, hStream, nullptr, true); });
 }
 VGPU_HOOK(cuMemAllocFromPoolAsync) CUresult CUDAAPI vgpu_hook_cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                     return vgpu::AllocAsync(dptr, bytesize, hStream, pool, false););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return vgpu::AllocAsync(dptr, bytesize, hStream, pool, false);
+  });
 }
 VGPU_HOOK(cuMemAllocFromPoolAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
-                     return vgpu::AllocAsync(dptr, bytesize, hStream, pool, true););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return vgpu::AllocAsync(dptr, bytesize, hStream, pool, true);
+  });
 }
 VGPU_HOOK(cuMemFreeAsync) CUresult CUDAAPI vgpu_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(return vgpu::FreeAsync(dptr, hStream, false););
+  return vgpu::WhenReadyGated([&]() -> CUresult { return vgpu::FreeAsync(dptr, hStream, false); });
 }
 VGPU_HOOK(cuMemFreeAsync_ptsz) CUresult CUDAAPI vgpu_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  VGPU_MEM_HOOK_BODY(return vgpu::FreeAsync(dptr, hStream, true););
+  return vgpu::WhenReadyGated([&]() -> CUresult { return vgpu::FreeAsync(dptr, hStream, true); });
 }
 
 VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags) {
-  VGPU_MEM_HOOK_BODY(
-      if (handle == nullptr || prop == nullptr) return REAL_CALL(cuMemCreate, handle, size, prop, flags);
-      CUmemAllocationProp copy = *prop;
-      vgpu::Where w;
-      REAL_CALL(cuCtxGetCurrent, &w.ctx);
-      if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-        copy.location.id = vgpu::Runtime::Get().devices().ToPhysical(copy.location.id);
-        if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
-        w.device = copy.location.id;
-      }
-      w.ctx = nullptr;  // physical memory outlives contexts until cuMemRelease
-      return vgpu::Charged(ChargeKind::kVmmHandle, w, size, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kVmmHandle, size, false, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuMemCreate, handle, size, &copy, flags);
-          *key = *k = *handle;
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (handle == nullptr || prop == nullptr)
+      return REAL_CALL(cuMemCreate, handle, size, prop, flags);
+    CUmemAllocationProp copy = *prop;
+    vgpu::Where w;
+    REAL_CALL(cuCtxGetCurrent, &w.ctx);
+    if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+      copy.location.id = vgpu::Runtime::Get().devices().ToPhysical(copy.location.id);
+      if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
+      w.device = copy.location.id;
+    }
+    w.ctx = nullptr;  // physical memory outlives contexts until cuMemRelease
+    return vgpu::Charged(ChargeKind::kVmmHandle, w, size, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kVmmHandle, size, false, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuMemCreate, handle, size, &copy, flags);
+        *key = *k = *handle;
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuMemRelease) CUresult CUDAAPI vgpu_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kVmmHandle, handle,
-                                              [&] { return REAL_CALL(cuMemRelease, handle); }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    return vgpu::FreeCharged(ChargeKind::kVmmHandle, handle,
+                             [&] { return REAL_CALL(cuMemRelease, handle); });
+  });
 }
 
 VGPU_HOOK(cuArrayCreate_v2) CUresult CUDAAPI vgpu_hook_cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* d) {
-  VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArrayCreate_v2, pHandle, d);
-      uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
-      return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuArrayCreate_v2, pHandle, d);
-          *key = *k = vgpu::Key(*pHandle);
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArrayCreate_v2, pHandle, d);
+    uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
+    return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuArrayCreate_v2, pHandle, d);
+        *key = *k = vgpu::Key(*pHandle);
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuArray3DCreate_v2) CUresult CUDAAPI vgpu_hook_cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
-  VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArray3DCreate_v2, pHandle, d);
-      uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
-      return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuArray3DCreate_v2, pHandle, d);
-          *key = *k = vgpu::Key(*pHandle);
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuArray3DCreate_v2, pHandle, d);
+    uint64_t bytes = vgpu::ArrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+    return vgpu::AllocOnCurrent(ChargeKind::kArray, bytes, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kArray, bytes, true, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuArray3DCreate_v2, pHandle, d);
+        *key = *k = vgpu::Key(*pHandle);
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuArrayDestroy) CUresult CUDAAPI vgpu_hook_cuArrayDestroy(CUarray hArray) {
-  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kArray, vgpu::Key(hArray),
-                                              [&] { return REAL_CALL(cuArrayDestroy, hArray); }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    return vgpu::FreeCharged(ChargeKind::kArray, vgpu::Key(hArray),
+                             [&] { return REAL_CALL(cuArrayDestroy, hArray); });
+  });
 }
 
 VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int numMipmapLevels) {
-  VGPU_MEM_HOOK_BODY(
-      if (pHandle == nullptr || d == nullptr) return REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
-      uint64_t bytes = 0;
-      size_t w = d->Width, h = d->Height, z = d->Depth;
-      for (unsigned l = 0; l < numMipmapLevels; ++l) {
-        bytes += vgpu::ArrayBytes(w, h, z, d->Format, d->NumChannels);
-        w = w > 1 ? w / 2 : 1; h = h > 1 ? h / 2 : h; z = z > 1 ? z / 2 : z;
-      }
-      return vgpu::AllocOnCurrent(ChargeKind::kMipmappedArray, bytes, [&](uint64_t* key) {
-        return vgpu::NonMigratable(ChargeKind::kMipmappedArray, bytes, true, [&](uint64_t* k) {
-          CUresult r = REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
-          *key = *k = vgpu::Key(*pHandle);
-          return r;
-        });
-      }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    if (pHandle == nullptr || d == nullptr)
+      return REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
+    uint64_t bytes = 0;
+    size_t w = d->Width, h = d->Height, z = d->Depth;
+    for (unsigned l = 0; l < numMipmapLevels; ++l) {
+      bytes += vgpu::ArrayBytes(w, h, z, d->Format, d->NumChannels);
+      w = w > 1 ? w / 2 : 1;
+      h = h > 1 ? h / 2 : h;
+      z = z > 1 ? z / 2 : z;
+    }
+    return vgpu::AllocOnCurrent(ChargeKind::kMipmappedArray, bytes, [&](uint64_t* key) {
+      return vgpu::NonMigratable(ChargeKind::kMipmappedArray, bytes, true, [&](uint64_t* k) {
+        CUresult r = REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
+        *key = *k = vgpu::Key(*pHandle);
+        return r;
+      });
+    });
+  });
 }
 
 VGPU_HOOK(cuMipmappedArrayDestroy) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayDestroy(CUmipmappedArray h) {
-  VGPU_MEM_HOOK_BODY(return vgpu::FreeCharged(ChargeKind::kMipmappedArray, vgpu::Key(h),
-                                              [&] { return REAL_CALL(cuMipmappedArrayDestroy, h); }););
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    return vgpu::FreeCharged(ChargeKind::kMipmappedArray, vgpu::Key(h),
+                             [&] { return REAL_CALL(cuMipmappedArrayDestroy, h); });
+  });
 }
 
 VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* free, size_t* total) {
-  VGPU_MEM_HOOK_BODY(
-      CUdevice d = 0;
-      const bool have_device = REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS;
-      // Freed chunks kept for reuse are given back first: the answer is then
-      // what the driver would say after the program's frees, and it is what
-      // the ledger holds.
-      if (vgpu::VmmOn() && have_device) vgpu::Vmm().TrimCache(d);
-      CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
-      vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
-      if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
-      uint64_t limit = ledger->Limit(d);
-      if (limit == vgpu::kUnlimited) return r;
-      vgpu::MemoryView view = vgpu::QuotaMemoryView(limit, ledger->Used(d), *total, *free);
-      *total = view.total;
-      *free = view.free;
-      return r;);
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    CUdevice d = 0;
+    const bool have_device = REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS;
+    // Freed chunks kept for reuse are given back first: the answer is then
+    // what the driver would say after the program's frees, and it is what
+    // the ledger holds.
+    if (vgpu::VmmOn() && have_device) vgpu::Vmm().TrimCache(d);
+    CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
+    vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
+    if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
+    uint64_t limit = ledger->Limit(d);
+    if (limit == vgpu::kUnlimited) return r;
+    vgpu::MemoryView view = vgpu::QuotaMemoryView(limit, ledger->Used(d), *total, *free);
+    *total = view.total;
+    *free = view.free;
+    return r;
+  });
 }
 
 VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {

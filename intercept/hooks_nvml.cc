@@ -128,81 +128,115 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
 
 using vgpu::View;
 
-#define VGPU_NVML_BODY(...) return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t { __VA_ARGS__ })
 #define VGPU_NVML_READY() \
   if (View().status != NVML_SUCCESS || vgpu::g_init_count.load() <= 0) return NVML_ERROR_UNINITIALIZED
 
 VGPU_HOOK(nvmlInit) nvmlReturn_t vgpu_hook_nvmlInit() {
-  VGPU_NVML_BODY(if (REAL_NVML(nvmlInit) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit)););
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    if (REAL_NVML(nvmlInit) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+    return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit));
+  });
 }
 VGPU_HOOK(nvmlInit_v2) nvmlReturn_t vgpu_hook_nvmlInit_v2() {
-  VGPU_NVML_BODY(if (REAL_NVML(nvmlInit_v2) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit_v2)););
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    if (REAL_NVML(nvmlInit_v2) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+    return vgpu::AfterInit(REAL_NVML_CALL(nvmlInit_v2));
+  });
 }
 VGPU_HOOK(nvmlInitWithFlags) nvmlReturn_t vgpu_hook_nvmlInitWithFlags(unsigned int flags) {
-  VGPU_NVML_BODY(if (REAL_NVML(nvmlInitWithFlags) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-                 return vgpu::AfterInit(REAL_NVML_CALL(nvmlInitWithFlags, flags)););
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    if (REAL_NVML(nvmlInitWithFlags) == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+    return vgpu::AfterInit(REAL_NVML_CALL(nvmlInitWithFlags, flags));
+  });
 }
 
 VGPU_HOOK(nvmlDeviceGetCount) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount(unsigned int* count) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-                 *count = static_cast<unsigned>(View().handles.size()); return NVML_SUCCESS;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *count = static_cast<unsigned>(View().handles.size());
+    return NVML_SUCCESS;
+  });
 }
 VGPU_HOOK(nvmlDeviceGetCount_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount_v2(unsigned int* count) {
   return vgpu_hook_nvmlDeviceGetCount(count);
 }
 
 VGPU_HOOK(nvmlDeviceGetHandleByIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-                 if (index >= View().handles.size()) return NVML_ERROR_INVALID_ARGUMENT;
-                 *device = View().handles[index]; return NVML_SUCCESS;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (index >= View().handles.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    *device = View().handles[index];
+    return NVML_SUCCESS;
+  });
 }
 VGPU_HOOK(nvmlDeviceGetHandleByIndex_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   return vgpu_hook_nvmlDeviceGetHandleByIndex(index, device);
 }
 
 VGPU_HOOK(nvmlDeviceGetHandleByUUID) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid, device);
-                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid, device);
+    if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+    return r;
+  });
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId, pciBusId, device);
-                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId, pciBusId, device);
+    if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+    return r;
+  });
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, device);
-                 if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, device);
+    if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
+    return r;
+  });
 }
 
 VGPU_HOOK(nvmlDeviceGetIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-                 int v = vgpu::VirtualIndexOf(device);
-                 if (v < 0) return NVML_ERROR_INVALID_ARGUMENT;
-                 *index = static_cast<unsigned>(v); return NVML_SUCCESS;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    int v = vgpu::VirtualIndexOf(device);
+    if (v < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    *index = static_cast<unsigned>(v);
+    return NVML_SUCCESS;
+  });
 }
 
 VGPU_HOOK(nvmlDeviceGetMemoryInfo) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
-                 nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, device, memory);
-                 if (r == NVML_SUCCESS) vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free);
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, device, memory);
+    if (r == NVML_SUCCESS) vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free);
+    return r;
+  });
 }
 VGPU_HOOK(nvmlDeviceGetMemoryInfo_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  VGPU_NVML_BODY(VGPU_NVML_READY(); if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
-                 nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo_v2, device, memory);
-                 if (r == NVML_SUCCESS &&
-                     vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free)) {
-                   memory->reserved = 0;
-                 }
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    VGPU_NVML_READY();
+    if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo_v2, device, memory);
+    if (r == NVML_SUCCESS &&
+        vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free)) {
+      memory->reserved = 0;
+    }
+    return r;
+  });
 }
 
 VGPU_HOOK(nvmlShutdown) nvmlReturn_t vgpu_hook_nvmlShutdown() {
-  VGPU_NVML_BODY(nvmlReturn_t r = REAL_NVML_CALL(nvmlShutdown);
-                 if (r == NVML_SUCCESS) vgpu::g_init_count.fetch_sub(1);
-                 return r;);
+  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    nvmlReturn_t r = REAL_NVML_CALL(nvmlShutdown);
+    if (r == NVML_SUCCESS) vgpu::g_init_count.fetch_sub(1);
+    return r;
+  });
 }

@@ -9,6 +9,7 @@
 #include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
 #include "intercept/compute_share.h"
+#include "intercept/current_context.h"
 #include "intercept/log.h"
 
 namespace vgpu {
@@ -121,6 +122,7 @@ void Runtime::OnForkChild() {
   // otherwise answer from state of the parent's (device count, mapping).
   ready_.store(false, std::memory_order_release);
   ComputeShare::OnForkChild();
+  ForgetAllCurrentContexts();  // the child's thread asks the driver afresh
 }
 
 }  // namespace vgpu

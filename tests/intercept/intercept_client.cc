@@ -103,6 +103,9 @@ namespace {
   X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0)                          \
   X(cuCtxCreate_v4, "cuCtxCreate", 0) X(cuCtxDestroy_v2, "cuCtxDestroy", 0)            \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", 0) X(cuCtxGetDevice, "cuCtxGetDevice", 0)      \
+  X(cuCtxPushCurrent_v2, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent_v2, "cuCtxPopCurrent", 0) \
+  X(cuCtxSynchronize, "cuCtxSynchronize", 0) X(cuModuleLoad, "cuModuleLoad", 0)         \
+  X(cuModuleGetFunction, "cuModuleGetFunction", 0) X(cuLaunchKernel, "cuLaunchKernel", 0) \
   X(cuMemAlloc_v2, "cuMemAlloc", 0) X(cuMemFree_v2, "cuMemFree", 0)                    \
   X(cuMemAllocPitch_v2, "cuMemAllocPitch", 0)                                          \
   X(cuMemAllocManaged, "cuMemAllocManaged", 0)                                         \
@@ -189,11 +192,12 @@ void LoadApi(const std::string& path, int version) {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     cuuint64_t flags = ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     // The table's typed pointers are cuda.h 13's: cuCtxCreate_v4 (12050+)
-    // and the original cuCtxGetDevice (cuCtxGetDevice_v2 from 13000 takes
-    // a context too). Ask for the version that has that signature.
+    // and the original cuCtxGetDevice and cuCtxSynchronize (their _v2 from
+    // 13000 take a context). Ask for the version that has that signature.
     int v = version;
     if (std::strcmp(base, "cuCtxCreate") == 0 && v < 12050) v = 12050;
     if (std::strcmp(base, "cuCtxGetDevice") == 0 && v >= 13000) v = 12090;
+    if (std::strcmp(base, "cuCtxSynchronize") == 0 && v >= 13000) v = 12090;  // _v2 takes a context
     CUresult r = gpa(base, &fn, v, flags, &st);
     if ((r != CUDA_SUCCESS || fn == nullptr) && required) {
       Out("procaddr_fail=%s rc=%d status=%d", base, static_cast<int>(r), static_cast<int>(st));
@@ -571,6 +575,24 @@ void RunOp(State& s, const std::string& op) {
     CUresult r = api.cuDeviceGetByPCIBusId(&d, id.c_str());
     Out("bypci=%d", Rc(r));
     Out("bypci.dev=%d", static_cast<int>(d));
+  } else if (name == "push") {  // the last context ctxnew created
+    if (s.ctxs.empty()) Die("push: no context");
+    Out("push=%d", Rc(api.cuCtxPushCurrent_v2(s.ctxs.back())));
+  } else if (name == "pop") {
+    CUcontext c = nullptr;
+    Out("pop=%d", Rc(api.cuCtxPopCurrent_v2(&c)));
+  } else if (name == "launch") {  // launch:N:us — N sleep kernels in the current context, then sync
+    CUmodule m = nullptr;
+    CUfunction f = nullptr;
+    CUresult r = api.cuModuleLoad(&m, "@builtin");  // per context: a function belongs to one
+    if (r == CUDA_SUCCESS) r = api.cuModuleGetFunction(&f, m, "vgpu_sim_sleep");
+    unsigned long long ns = std::strtoull(arg(2, "1000").c_str(), nullptr, 10) * 1000ull;
+    void* args[] = {&ns};
+    for (int i = 0, n = std::atoi(arg(1, "1").c_str()); i < n && r == CUDA_SUCCESS; ++i) {
+      r = api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr);
+    }
+    if (r == CUDA_SUCCESS) r = api.cuCtxSynchronize();
+    Out("launch=%d", Rc(r));
   } else if (name == "ctxdev") {
     CUdevice d = -1;
     CUresult r = api.cuCtxGetDevice(&d);
