@@ -13,7 +13,7 @@
 #include "ctl/control/protocol.h"
 #include "ctl/control/run_dir.h"
 #include "driver/real_driver.h"
-#include "intercept/log.h"
+#include "common/log.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -155,12 +155,12 @@ void StartAgent() noexcept {
     options.run_dir = Runtime::Get().config().run_dir;  // empty: ctl::RunDir()
     ctl::Status s = ctl::Agent::Start(handler, options);
     if (!s.ok()) {
-      VGPU_LOG(kWarn, "control agent not started: %s", s.message.c_str());
+      VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
     } else {
-      VGPU_LOG(kInfo, "control agent listening on %s", ctl::Agent::SocketPath().c_str());
+      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
     }
   } catch (const std::exception& e) {
-    VGPU_LOG(kWarn, "control agent not started: %s", e.what());
+    VGPU_LOG(kWarn, "control agent not started: {}", e.what());
   }
 }
 

@@ -9,7 +9,7 @@
 
 #include "common/clock.h"
 #include "intercept/compute_share.h"
-#include "intercept/log.h"
+#include "common/log.h"
 #include "driver/real_driver.h"
 #include "intercept/runtime.h"
 
@@ -56,11 +56,11 @@ class RealShareHost final : public ShareHost {
       std::thread(std::move(loop)).detach();  // lives as long as the process
       return true;
     } catch (const std::exception& e) {
-      VGPU_LOG(kError, "compute share: cannot start the accountant thread (%s)", e.what());
+      VGPU_LOG(kError, "compute share: cannot start the accountant thread ({})", e.what());
       return false;
     }
   }
-  void Warn(const std::string& message) override { VGPU_LOG(kWarn, "%s", message.c_str()); }
+  void Warn(const std::string& message) override { VGPU_LOG(kWarn, "{}", message.c_str()); }
 };
 
 }  // namespace
@@ -81,7 +81,7 @@ bool ComputeShare::Start(std::string* error) {
   instance_.store(cs, std::memory_order_release);
   GroupParams p = ParamsFrom(cfg, 0);
   VGPU_LOG(
-      kInfo, "compute share: group '%s' policy %s share %u%% weight %u%s%s", group.c_str(),
+      kInfo, "compute share: group '{}' policy {} share {}% weight {}{}{}", group.c_str(),
       p.policy == SchedPolicy::kFixed ? "fixed" : "weighted", p.share_permille / 10, p.weight,
       p.high_priority ? " high-priority" : "",
       cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");

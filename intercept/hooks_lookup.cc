@@ -10,7 +10,7 @@
 #include "driver/real_driver.h"
 #include "intercept/hook_policy.h"  // checks that every hook declares its policies
 #include "intercept/hooks.h"
-#include "intercept/log.h"
+#include "common/log.h"
 #include "intercept/runtime.h"
 
 // The same table the simulated driver answers from, derived from the

@@ -12,7 +12,7 @@
 #include "driver/real_driver.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
-#include "intercept/log.h"
+#include "common/log.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -37,7 +37,7 @@ void LogRefusal(int device, uint64_t bytes) {
   counters::Add(counters::Id::kAllocationsRefused);
   QuotaLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr) return;
-  VGPU_LOG(kWarn, "out of device memory quota on device %d: quota %s, used %s, requested %s",
+  VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}",
            Runtime::Get().devices().ToVirtual(device),
            FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
            FormatByteSize(bytes).c_str());

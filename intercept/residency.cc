@@ -23,7 +23,7 @@
 #include "common/counters.h"
 #include "common/process_info.h"
 #include "driver/real_driver.h"
-#include "intercept/log.h"
+#include "common/log.h"
 #include "intercept/residency_staging.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -98,7 +98,7 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
   res.bytes = bytes;
   res.seconds = Since(t0);
   res.path = path;
-  VGPU_LOG(kInfo, "%s %s (%s) in %.3f s", verb, FormatByteSize(bytes).c_str(), path.c_str(),
+  VGPU_LOG(kInfo, "{} {} ({}) in {:.3f} s", verb, FormatByteSize(bytes).c_str(), path.c_str(),
            res.seconds);
   return res;
 }
@@ -136,7 +136,7 @@ Result WriteImage(const std::string& path, bool replace, bool from_device,
   checkpoint::WriterOptions wo;
   wo.total_bytes = total;
   wo.replace = replace;  // else an image appearing meanwhile is left alone
-  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
+  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
   if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
   // From the device: the copies go by DMA straight into pinned frame buffers.
   if (from_device && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
@@ -270,7 +270,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
     return Result::Error("ENOENT", "no checkpoint image at " + path + others);
   }
   checkpoint::ReaderOptions ro;
-  ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "%s", line.c_str()); };
+  ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
     return Result::Error("EIO", s.message);
@@ -395,7 +395,7 @@ Result DoSuspend(const Progress& progress) {
   res.phases = {{"drain", secs(t0, t_drained)},
                 {"copy_out", secs(t_drained, t_copied)},
                 {"release", secs(t_copied, t_end)}};
-  VGPU_LOG(kInfo, "suspended: %s released in %.3f s (drain %.3f, copy out %.3f, release %.3f)",
+  VGPU_LOG(kInfo, "suspended: {} released in {:.3f} s (drain {:.3f}, copy out {:.3f}, release {:.3f})",
            FormatByteSize(bytes).c_str(), res.seconds, res.phases[0].second,
            res.phases[1].second, res.phases[2].second);
   return res;

@@ -10,7 +10,7 @@
 #include "intercept/agent_handler.h"
 #include "intercept/compute_share.h"
 #include "intercept/current_context.h"
-#include "intercept/log.h"
+#include "common/log.h"
 
 namespace vgpu {
 namespace {
@@ -40,7 +40,7 @@ void ReportFatal(const std::string& message) {
     ssize_t w = write(STDERR_FILENO, line.data(), line.size());
     (void)w;
   });
-  VGPU_LOG(kError, "%s", message.c_str());
+  VGPU_LOG(kError, "{}", message.c_str());
 }
 
 vmm::Manager& Vmm() {
@@ -57,7 +57,7 @@ Runtime::Runtime() {
   if (!LoadConfig([](const char* n) { return std::getenv(n); }, &config_, &config_error_)) {
     if (config_error_.empty()) config_error_ = "invalid configuration";
   }
-  InitLog(config_.log_level, config_.log_file);
+  InitLog("vgpu", config_.log_level, config_.log_file);  // off unless VGPU_LOG_FILE is set
   pthread_atfork(nullptr, nullptr, AtForkChild);
 }
 
@@ -109,7 +109,7 @@ CUresult Runtime::BuildPhaseTwo() {
     ReportFatal(error);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
-  VGPU_LOG(kInfo, "ready: %d visible device(s), quota %s, group '%s'", devices_.count(),
+  VGPU_LOG(kInfo, "ready: {} visible device(s), quota {}, group '{}'", devices_.count(),
            ledger_ != nullptr ? "on" : "off", config_.group.c_str());
   return CUDA_SUCCESS;
 }

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-namespace vgpu {
+#include "common/log.h"
 
-enum class LogLevel { kOff, kError, kWarn, kInfo, kDebug };
+namespace vgpu {
 
 struct Config {
   static constexpr uint64_t kNoLimit = UINT64_MAX;
