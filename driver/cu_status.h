@@ -31,10 +31,12 @@ inline ErrorCode CuErrorCode(CUresult r) {
   }
 }
 
+inline std::string CuErrorText(CUresult r) { return "CUDA error " + std::to_string(static_cast<int>(r)); }
+
 // "what: CUDA error N"; success stays success.
 inline Status CuStatus(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return Status::Ok();
-  return Status::Error(CuErrorCode(r), what + ": CUDA error " + std::to_string(static_cast<int>(r)));
+  return Status::Error(CuErrorCode(r), what + ": " + CuErrorText(r));
 }
 
 }  // namespace vgpu::driver

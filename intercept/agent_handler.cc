@@ -41,8 +41,6 @@ ctl::Status DefaultCheckpointDir(std::string* dir) {
 using ctl::ErrorCode;
 using ctl::Response;
 
-ErrorCode CodeOf(const std::string& name) { return ctl::ErrorCodeFromName(name); }
-
 std::string Comm() {
   std::ifstream f("/proc/self/comm");
   std::string s;
@@ -66,7 +64,7 @@ Progress ProgressTo(ctl::ProgressSink* sink) {
 // A residency operation's outcome as the protocol's result (bytes, seconds,
 // state; path and phases when there are).
 Response ToResponse(const residency::Result& r) {
-  if (!r.ok) return Response::Error(CodeOf(r.code), r.message);
+  if (!r.ok) return Response::Error(r.code, r.message);
   nlohmann::json j = {{"bytes", r.bytes},
                       {"seconds", r.seconds},
                       {"state", residency::StateName(residency::CurrentState())}};

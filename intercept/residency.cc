@@ -22,6 +22,7 @@
 #include "common/byte_size.h"
 #include "common/counters.h"
 #include "common/process_info.h"
+#include "driver/cu_status.h"
 #include "driver/real_driver.h"
 #include "common/log.h"
 #include "intercept/residency_staging.h"
@@ -63,7 +64,7 @@ double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string CuErr(CUresult r) { return "CUDA error " + std::to_string(static_cast<int>(r)); }
+std::string CuErr(CUresult r) { return driver::CuErrorText(r); }
 
 // Closes the gate and drains every context the process uses.
 void Quiesce() {
@@ -106,7 +107,7 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
 Result RefuseNonMigratable() {
   uint64_t n = NonMigratableBytes();
   if (n == 0) return Result::Ok();
-  return Result::Error("EBUSY", "process holds " + std::to_string(n) +
+  return Result::Error(ErrorCode::kBusy, "process holds " + std::to_string(n) +
                                     " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
                                     "imported or self-mapped memory, or any allocation with VGPU_VMM=off)");
 }
@@ -116,9 +117,9 @@ Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) 
   constexpr size_t kPiece = 16ull << 20;
   for (size_t o = 0; o < a.size; o += kPiece) {
     const uint8_t* src = Vmm().HostCopy(a.va + o);
-    if (src == nullptr) return Result::Error("EIO", "suspended allocation has no host copy");
+    if (src == nullptr) return Result::Error(ErrorCode::kIo, "suspended allocation has no host copy");
     if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
-      return Result::Error("EIO", st.message);
+      return Result::Error(ErrorCode::kIo, st.message);
     }
   }
   return Result::Ok();
@@ -142,21 +143,21 @@ Result WriteImage(const std::string& path, bool replace, bool from_device,
   if (from_device && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
   std::unique_ptr<checkpoint::ImageWriter> w;
   if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
-    return Result::Error("EIO", st.message);
+    return Result::Error(ErrorCode::kIo, st.message);
   }
   CopyStreams streams;  // declared after w: its copies finish before w's buffers go
   for (const auto& a : allocs) {
     if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
-      return Result::Error("EIO", st.message);
+      return Result::Error(ErrorCode::kIo, st.message);
     }
     if (from_device) {
-      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) return Result::Error("EIO", e);
+      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) return Result::Error(ErrorCode::kIo, e);
     } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
       return r;
     }
-    if (auto st = w->EndRecord(); !st.ok()) return Result::Error("EIO", st.message);
+    if (auto st = w->EndRecord(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
   }
-  if (auto st = w->Finish(); !st.ok()) return Result::Error("EIO", st.message);
+  if (auto st = w->Finish(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
   return Result::Ok();
 }
 
@@ -195,13 +196,13 @@ Result CheckImageTarget(const std::string& path, bool* replace) {
   *replace = false;
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Result::Ok();
-    return Result::Error("EIO", "cannot check " + path + ": " + strerror(errno));
+    return Result::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
   }
   if (S_ISREG(st.st_mode) && g_own_images->count({st.st_dev, st.st_ino}) != 0) {
     *replace = true;
     return Result::Ok();
   }
-  return Result::Error("EEXIST", "refusing to replace " + path +
+  return Result::Error(ErrorCode::kExist, "refusing to replace " + path +
                                      ": this process did not write it (another job's image, or an "
                                      "earlier process's with the same pid); move it away or "
                                      "checkpoint into another directory");
@@ -227,7 +228,7 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
   if (recs.size() != allocs.size()) {
-    return Result::Error("EIO", prefix + std::to_string(recs.size()) +
+    return Result::Error(ErrorCode::kIo, prefix + std::to_string(recs.size()) +
                                     " records, the process has " + std::to_string(allocs.size()) +
                                     " allocations");
   }
@@ -238,7 +239,7 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
     const auto& r = recs[order[i]];
     if (r.va != allocs[i].va || r.size != allocs[i].size ||
         static_cast<int>(r.device) != allocs[i].device) {
-      return Result::Error("EIO",
+      return Result::Error(ErrorCode::kIo,
                            prefix + "record at VA " + Hex(r.va) + " has no matching allocation");
     }
     targets->push_back({order[i], allocs[i]});
@@ -262,18 +263,18 @@ std::string MapAndLoad(const checkpoint::ImageReader& reader,
 
 Result RestoreLocked(const std::string& from, const Progress& progress) {
   std::string path = ImagePath(from.empty() ? *g_last_path : from);
-  if (path.empty()) return Result::Error("ENOENT", "no checkpoint to restore from");
+  if (path.empty()) return Result::Error(ErrorCode::kNoEnt, "no checkpoint to restore from");
   auto t0 = std::chrono::steady_clock::now();
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) {
     std::string others = !from.empty() && path != from ? OtherImages(from) : "";
-    return Result::Error("ENOENT", "no checkpoint image at " + path + others);
+    return Result::Error(ErrorCode::kNoEnt, "no checkpoint image at " + path + others);
   }
   checkpoint::ReaderOptions ro;
   ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
-    return Result::Error("EIO", s.message);
+    return Result::Error(ErrorCode::kIo, s.message);
   }
   std::vector<RestoreTarget> targets;
   if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
@@ -285,7 +286,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
     // was mapped again, which is exactly the state before the call.
     if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
       m.ReleaseAll(false, nullptr);
-      return Result::Error("EIO", "restore from " + path + " refused: " + e +
+      return Result::Error(ErrorCode::kIo, "restore from " + path + " refused: " + e +
                                       " (the process stays suspended; its memory is still in " +
                                       *g_last_path + ")");
     }
@@ -293,7 +294,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
     // Running, or suspended with host copies: those are the data until the
     // whole image is known good, so verify every frame before touching them.
     if (progress) progress("verify", 0, reader->info().data_bytes);
-    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error("EIO", s.message);
+    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error(ErrorCode::kIo, s.message);
     if (before == State::kRunning) {
       Quiesce();
       // The application may have allocated or freed since the first match.
@@ -309,7 +310,7 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
       m.ReleaseAll(false, nullptr);
       *g_last_path = path;
       g_state.store(State::kCheckpointed);
-      return Result::Error("EIO", "restore from " + path + " failed midway: " + e +
+      return Result::Error(ErrorCode::kIo, "restore from " + path + " failed midway: " + e +
                                       " (the process stays suspended; its memory is in " + path +
                                       ")");
     }
@@ -363,7 +364,7 @@ namespace {
 
 Result DoSuspend(const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
-  if (g_state.load() != State::kRunning) return Result::Error("EBUSY", "process is already suspended");
+  if (g_state.load() != State::kRunning) return Result::Error(ErrorCode::kBusy, "process is already suspended");
   if (Result r = RefuseNonMigratable(); !r.ok) return r;
   auto t0 = std::chrono::steady_clock::now();
   Quiesce();
@@ -384,7 +385,7 @@ Result DoSuspend(const Progress& progress) {
   });
   if (r != CUDA_SUCCESS) {
     OpenGate();
-    return Result::Error("EIO", "suspend failed copying device memory out: " + CuErr(r));
+    return Result::Error(ErrorCode::kIo, "suspend failed copying device memory out: " + CuErr(r));
   }
   g_state.store(State::kSuspended);
   auto t_end = std::chrono::steady_clock::now();
@@ -404,7 +405,7 @@ Result DoSuspend(const Progress& progress) {
 Result DoResume(const Progress& progress) {
   std::lock_guard<std::mutex> lock(g_op_mu);
   State s = g_state.load();
-  if (s == State::kRunning) return Result::Error("EBUSY", "process is not suspended");
+  if (s == State::kRunning) return Result::Error(ErrorCode::kBusy, "process is not suspended");
   if (s == State::kCheckpointed) return RestoreLocked(*g_last_path, progress);
   auto t0 = std::chrono::steady_clock::now();
   vmm::Manager& m = Vmm();
@@ -412,7 +413,7 @@ Result DoResume(const Progress& progress) {
     if (progress) progress("copy", d, t);
   });
   if (r != CUDA_SUCCESS) {
-    return Result::Error("EIO", "resume failed mapping or copying back device memory: " + CuErr(r) +
+    return Result::Error(ErrorCode::kIo, "resume failed mapping or copying back device memory: " + CuErr(r) +
                                     " (still suspended; retry when memory is free)");
   }
   g_state.store(State::kRunning);
@@ -427,16 +428,16 @@ Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& 
   std::lock_guard<std::mutex> lock(g_op_mu);
   State s = g_state.load();
   if (s == State::kCheckpointed) {
-    return Result::Error("EBUSY", "process is already checkpointed to " + *g_last_path +
+    return Result::Error(ErrorCode::kBusy, "process is already checkpointed to " + *g_last_path +
                                       "; restore or resume it first");
   }
   if (s == State::kRunning) {
     if (Result r = RefuseNonMigratable(); !r.ok) return r;
   }
-  if (dir.empty()) return Result::Error("EINVAL", "no checkpoint directory given");
+  if (dir.empty()) return Result::Error(ErrorCode::kInval, "no checkpoint directory given");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Result::Error("EIO", "cannot create " + dir + ": " + ec.message());
+  if (ec) return Result::Error(ErrorCode::kIo, "cannot create " + dir + ": " + ec.message());
   std::string path = dir + "/" + ImageFileName();
   bool replace = false;
   if (Result r = CheckImageTarget(path, &replace); !r.ok) return r;

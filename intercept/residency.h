@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "intercept/quiesce_gate.h"
 
 namespace vgpu::residency {
@@ -30,11 +31,12 @@ uint64_t NonMigratableBytes();
 // active primary contexts: those created through the hooks.
 void NoteContext(CUcontext ctx);
 
-// Operation results: ok, or an errno name ("EBUSY", "EIO", "ENOENT",
-// "EINVAL") with a one-line message.
+// Operation results: ok, or an error (vgpu's one error type, common/status.h:
+// EBUSY, EIO, ENOENT, EINVAL, EEXIST...) with a one-line message, and what
+// the operation moved.
 struct Result {
   bool ok = true;
-  std::string code;
+  ErrorCode code = ErrorCode::kOk;
   std::string message;
   uint64_t bytes = 0;
   double seconds = 0;
@@ -44,10 +46,10 @@ struct Result {
   // apart from the copy itself.
   std::vector<std::pair<std::string, double>> phases;
   static Result Ok() { return {}; }
-  static Result Error(std::string c, std::string m) {
+  static Result Error(ErrorCode c, std::string m) {
     Result r;
     r.ok = false;
-    r.code = std::move(c);
+    r.code = c == ErrorCode::kOk ? ErrorCode::kIo : c;
     r.message = std::move(m);
     return r;
   }

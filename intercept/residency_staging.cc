@@ -8,13 +8,14 @@
 #include <mutex>
 #include <thread>
 
+#include "driver/cu_status.h"
 #include "driver/real_driver.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::residency {
 namespace {
 
-std::string CuErr(CUresult r) { return "CUDA error " + std::to_string(static_cast<int>(r)); }
+std::string CuErr(CUresult r) { return driver::CuErrorText(r); }
 
 // Pinned when the driver gives it (the caller's context is current), else
 // pageable: a DMA from pageable memory is staged by the driver, still correct.

@@ -8,14 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::pair<ErrorCode, std::string_view> kCodeNames[] = {
-    {ErrorCode::kOk, "OK"},        {ErrorCode::kPerm, "EPERM"},
-    {ErrorCode::kInval, "EINVAL"}, {ErrorCode::kBusy, "EBUSY"},
-    {ErrorCode::kNoEnt, "ENOENT"}, {ErrorCode::kIo, "EIO"},
-    {ErrorCode::kNoSys, "ENOSYS"}, {ErrorCode::kProto, "EPROTO"},
-    {ErrorCode::kTooBig, "E2BIG"}, {ErrorCode::kTimedOut, "ETIMEDOUT"},
-    {ErrorCode::kExist, "EEXIST"}, {ErrorCode::kUntrusted, "EUNTRUSTED"},
-};
 
 Status Invalid(const std::string& field, const std::string& what) {
   return Status::Error(ErrorCode::kInval, "invalid argument '" + field + "': " + what);
@@ -122,20 +114,6 @@ Status ParseCounters(const json& j, std::vector<std::pair<std::string, uint64_t>
 }
 
 }  // namespace
-
-std::string_view ErrorCodeName(ErrorCode code) {
-  for (const auto& [c, name] : kCodeNames) {
-    if (c == code) return name;
-  }
-  return "EIO";
-}
-
-ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (const auto& [c, n] : kCodeNames) {
-    if (n == name && c != ErrorCode::kOk) return c;
-  }
-  return ErrorCode::kIo;
-}
 
 bool IsKnownCommand(std::string_view cmd) {
   return std::find(std::begin(kCommands), std::end(kCommands), cmd) != std::end(kCommands);

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
+
 namespace vgpu::ctl {
 
 inline constexpr int kProtocolVersion = 1;
@@ -20,37 +22,12 @@ inline constexpr size_t kMaxRequestBytes = 64 * 1024;
 // Nesting deeper than this is refused before parsing (no request needs it).
 inline constexpr int kMaxJsonDepth = 32;
 
-// Error codes carry errno names on the wire so that scripts and other
-// languages need no table. kOk never appears on the wire.
-enum class ErrorCode {
-  kOk,
-  kPerm,      // EPERM: peer not allowed, or the operation is not permitted
-  kInval,     // EINVAL: malformed request, wrong argument types or values
-  kBusy,      // EBUSY: wrong state (already suspended) or another operation running
-  kNoEnt,     // ENOENT: no such agent/process, image or directory
-  kIo,        // EIO: the operation failed (copy, disk, driver), or an internal error
-  kNoSys,     // ENOSYS: unknown command, or not supported by this agent
-  kProto,     // EPROTO: unsupported protocol version or unframed garbage
-  kTooBig,    // E2BIG: request line longer than kMaxRequestBytes
-  kTimedOut,  // ETIMEDOUT: the peer did not answer or send in time
-  kExist,     // EEXIST: the target exists and may not be replaced (another job's image)
-  // EUNTRUSTED: never sent by an agent; the client refused the run directory
-  // or the process answering on the socket (not the target: spoofing).
-  kUntrusted,
-};
-
-std::string_view ErrorCodeName(ErrorCode code);      // "EPERM", ...
-ErrorCode ErrorCodeFromName(std::string_view name);  // unknown names -> kIo
-
-// An outcome with a message; used by the transport and the client.
-struct Status {
-  ErrorCode code = ErrorCode::kOk;
-  std::string message;
-
-  bool ok() const { return code == ErrorCode::kOk; }
-  static Status Ok() { return {}; }
-  static Status Error(ErrorCode c, std::string m) { return {c, std::move(m)}; }
-};
+// Errors are vgpu's one error type (common/status.h): errno-named codes,
+// which is how they travel on the wire; kOk never appears on the wire.
+using ::vgpu::ErrorCode;
+using ::vgpu::ErrorCodeFromName;
+using ::vgpu::ErrorCodeName;
+using ::vgpu::Status;
 
 // The commands this protocol version defines.
 inline constexpr const char* kCommands[] = {"ping",   "ps",         "info",    "suspend",
