@@ -96,6 +96,8 @@ Response Restore(const ctl::Request& req, const Progress& progress) {
 // libvgpu's agent commands, all of them: the server (ctl/control) has checked
 // the envelope and the argument types and answered "ping"; nothing else
 // handles a command.
+constexpr size_t kTopCallSites = 20;
+
 class ResidencyHandler : public ctl::Handler {
  public:
   Response Handle(const ctl::Request& req, ctl::ProgressSink* sink) override {
@@ -138,7 +140,18 @@ class ResidencyHandler : public ctl::Handler {
     for (size_t i = 0; i < counters::kCount; ++i) {
       info.counters.emplace_back(counters::kInfo[i].name, counters::Get(i));
     }
-    return Response::Ok(ctl::ToJson(info));
+    nlohmann::json j = ctl::ToJson(info);
+    if (rt.call_sites().enabled()) {  // VGPU_TRACE_ALLOCATIONS: the top call sites
+      nlohmann::json sites = nlohmann::json::array();
+      for (const CallSiteStats& c : rt.call_sites().Top(kTopCallSites)) {
+        sites.push_back({{"where", c.where},
+                         {"live_bytes", c.live_bytes},
+                         {"live_count", c.live_count},
+                         {"total_count", c.total_count}});
+      }
+      j["allocations"] = std::move(sites);
+    }
+    return Response::Ok(j);
   }
 };
 

@@ -37,10 +37,12 @@ void LogRefusal(int device, uint64_t bytes) {
   counters::Add(counters::Id::kAllocationsRefused);
   QuotaLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr) return;
-  VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}",
+  // With VGPU_TRACE_ALLOCATIONS the line names the allocation's call site.
+  const std::string site = Runtime::Get().call_sites().Describe(Runtime::Get().call_sites().Capture());
+  VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}{}{}",
            Runtime::Get().devices().ToVirtual(device),
            FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
-           FormatByteSize(bytes).c_str());
+           FormatByteSize(bytes).c_str(), site.empty() ? "" : " at ", site);
 }
 
 bool TryReserve(int device, uint64_t bytes) {
@@ -63,6 +65,14 @@ void Unreserve(int device, uint64_t bytes) {
   }
 }
 
+// Allocation call sites (VGPU_TRACE_ALLOCATIONS; a branch when off). Keys
+// are tagged by kind like the charges'; VMM allocations by their address.
+uint64_t TraceKey(ChargeKind kind, uint64_t key) { return key ^ (static_cast<uint64_t>(kind) << 62); }
+void TraceAlloc(uint64_t key, uint64_t bytes) {
+  CallSites& cs = Runtime::Get().call_sites();
+  if (cs.enabled()) cs.OnAlloc(key, bytes, cs.Capture());
+}
+
 // Records a charge. An existing charge under the same key belongs to memory
 // the driver already freed behind our back (a destroyed context's), since it
 // never hands out a live pointer or handle twice: that charge is returned.
@@ -83,6 +93,7 @@ CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc)
     return r;
   }
   if (Runtime::Get().ledger() != nullptr) Record(kind, key, Charge{bytes, w.device, w.ctx});
+  TraceAlloc(TraceKey(kind, key), bytes);
   return r;
 }
 
@@ -102,6 +113,7 @@ CUresult FreeCharged(ChargeKind kind, uint64_t key, Free&& free_fn) {
     return r;
   }
   if (charged) Unreserve(c.device, c.bytes);
+  Runtime::Get().call_sites().OnFree(TraceKey(kind, key));
   residency::ForgetNonMigratable(NmKey(kind, key));
   return r;
 }
@@ -147,12 +159,18 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   Where w;
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  CUresult r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  if (r == CUDA_SUCCESS) TraceAlloc(*dptr, bytes);
+  return r;
 }
 
 // Frees a VMM allocation; vmm::Manager returns the charge of a chunk it
 // destroys.
-CUresult VmmFreeNow(CUdeviceptr dptr) { return Vmm().Free(dptr, nullptr); }
+CUresult VmmFreeNow(CUdeviceptr dptr) {
+  CUresult r = Vmm().Free(dptr, nullptr);
+  if (r == CUDA_SUCCESS) Runtime::Get().call_sites().OnFree(dptr);
+  return r;
+}
 
 // Frees a VMM-backed allocation after the work queued before it (like
 // cuMemFree, which synchronizes). False if dptr is not one of ours.

@@ -88,6 +88,11 @@ CUresult Runtime::BuildPhaseTwo() {
     ReportFatal(error);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
+  // Frames inside libvgpu (this function's module) are not call sites.
+  if (config_.trace_allocations &&
+      !call_sites_.Enable(reinterpret_cast<const void*>(&ReportFatal), &error)) {
+    VGPU_LOG(kWarn, "VGPU_TRACE_ALLOCATIONS: {}; allocations are not traced", error);
+  }
   bool any_limit = false;
   std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
   for (int v = 0; v < devices_.count(); ++v) {

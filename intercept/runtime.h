@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/config/config.h"
+#include "common/call_sites.h"
 #include "common/quota_ledger.h"
 #include "intercept/allocation_tracker.h"
 #include "intercept/device_map.h"
@@ -33,6 +34,8 @@ class Runtime {
   // nullptr when no quota applies (no limit and no group): pure pass-through.
   QuotaLedger* ledger() const { return ledger_.get(); }
   AllocationTracker& allocations() { return allocations_; }
+  // Allocation call sites; enabled (phase two) with VGPU_TRACE_ALLOCATIONS.
+  CallSites& call_sites() { return call_sites_; }
 
   void OnForkChild();
 
@@ -45,6 +48,7 @@ class Runtime {
   DeviceMap devices_;
   std::unique_ptr<QuotaLedger> ledger_;
   AllocationTracker allocations_;
+  CallSites call_sites_;
   std::atomic<bool> ready_{false};
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;

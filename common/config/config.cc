@@ -381,16 +381,24 @@ bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
   return true;
 }
 
-bool ParseVmm(const Input& in, Config* cfg, std::string* error) {
+bool ParseSwitch(const Input& in, bool* out, std::string* error) {
   std::string v = Lower(Trim(in.text));
   if (v == "on" || v == "1" || v == "true") {
-    cfg->vmm = true;
+    *out = true;
   } else if (v == "off" || v == "0" || v == "false") {
-    cfg->vmm = false;
+    *out = false;
   } else {
     return Fail(in, "is not a switch: expected on or off", error);
   }
   return true;
+}
+
+bool ParseVmm(const Input& in, Config* cfg, std::string* error) {
+  return ParseSwitch(in, &cfg->vmm, error);
+}
+
+bool ParseTraceAllocations(const Input& in, Config* cfg, std::string* error) {
+  return ParseSwitch(in, &cfg->trace_allocations, error);
 }
 
 bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
@@ -511,6 +519,13 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParseVmm,
+     nullptr},
+    {{"VGPU_TRACE_ALLOCATIONS", "", "", "off",
+      "on: device memory is attributed to the call sites that allocated it (vgpuctl info "
+      "--allocations), and a quota refusal's log line names its call site; off costs nothing."},
+     Kind::kScalar,
+     false,
+     ParseTraceAllocations,
      nullptr},
     {{"VGPU_LOG_LEVEL", "", "log_level", "warn",
       "Least severe message logged: off, error, warn, info or debug."},

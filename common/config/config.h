@@ -56,6 +56,7 @@ struct Config {
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
+  bool trace_allocations = false;  // VGPU_TRACE_ALLOCATIONS: live bytes per call site
   // The control path (ctl/control): empty means the default, computed where
   // it is used (run_dir.h RunDir(); the agent's per-process checkpoint dir).
   std::string run_dir;         // VGPU_RUN_DIR

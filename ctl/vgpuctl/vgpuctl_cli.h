@@ -29,6 +29,7 @@ struct Options {
   std::optional<int> timeout_ms;
   std::string dir;                       // checkpoint --dir
   bool leave_running = false;            // checkpoint --leave-running
+  bool allocations = false;              // info --allocations
   std::string from;                      // restore --from
   std::optional<uint64_t> memory_limit;  // set --memory-limit
   std::optional<int> compute_share;      // set --compute-share

@@ -136,6 +136,27 @@ std::string Transfer(const json& result) {
   return s + ")";
 }
 
+// The call sites holding device memory (VGPU_TRACE_ALLOCATIONS), largest first.
+void PrintAllocations(const json& result) {
+  if (!result.contains("allocations") || !result["allocations"].is_array()) {
+    std::printf("allocations: not traced (start the process with VGPU_TRACE_ALLOCATIONS=on)\n");
+    return;
+  }
+  std::printf("allocations (live bytes, live count, total count, call site):\n");
+  try {
+  for (const json& a : result["allocations"]) {
+    if (!a.is_object() || !a.value("where", json()).is_string()) continue;
+    std::printf("  %10s %6llu %8llu  %s\n",
+                FormatByteSize(a.value("live_bytes", uint64_t{0})).c_str(),
+                static_cast<unsigned long long>(a.value("live_count", uint64_t{0})),
+                static_cast<unsigned long long>(a.value("total_count", uint64_t{0})),
+                a.value("where", std::string("?")).c_str());
+  }
+  } catch (const json::exception&) {
+    std::printf("  (malformed allocation list from the agent)\n");
+  }
+}
+
 std::string StateOf(const json& result, const char* fallback) {
   return result.is_object() && result.contains("state") && result["state"].is_string()
              ? result["state"].get<std::string>()
@@ -196,7 +217,7 @@ int Info(const std::vector<std::string>& args) {
   Options o;
   pid_t pid = 0;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {}, 1, &o, &rc)) return rc;
+  if (!ParseOrUsage(args, {"--allocations"}, 1, &o, &rc)) return rc;
   if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   Response r;
   if (!Send(pid, "info", json::object(), o, kQueryTimeoutMs, "info", &r, &rc)) return rc;
@@ -219,6 +240,7 @@ int Info(const std::vector<std::string>& args) {
                 FormatByteSize(d.used).c_str(), Quota(d).c_str());
   }
   PrintCounters(info.counters);
+  if (o.allocations) PrintAllocations(r.result);
   return kExitOk;
 }
 

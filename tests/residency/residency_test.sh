@@ -86,6 +86,34 @@ counters)
   wait $child; st=$?; child=
   [ $st -eq 0 ] || fail "client failed: $(cat "$work/q.out")"
   ;;
+allocations)
+  # VGPU_TRACE_ALLOCATIONS: vgpuctl info --allocations names the call site that
+  # holds the 40 MiB, and the quota refusal's log line names its call site.
+  VGPU_TRACE_ALLOCATIONS=on VGPU_LOG_FILE="$work/vgpu.log" VGPU_VMM=on VGPU_DEVICE_MEMORY_LIMIT=64MiB \
+    LD_PRELOAD=$LIBVGPU "$CLIENT" overquota "$work/stop" >"$work/q.out" 2>&1 &
+  child=$!
+  wait_ready "$work/q.out"
+  wait_agent $child
+  client=$(basename "$CLIENT")
+  ctl info $child --allocations || fail "info --allocations"
+  grep -Eq "^ +40 MiB +1 +1  $client" "$work/ctl.out" || fail "no call site holding 40 MiB: $(cat "$work/ctl.out")"
+  ctl info $child --json || fail "info --json"
+  grep -q "\"allocations\":\[{" "$work/ctl.out" || fail "no allocations in --json"
+  grep -q "out of device memory quota.* at $client" "$work/vgpu.log" || fail "refusal without call site: $(cat "$work/vgpu.log")"
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  [ $st -eq 0 ] || fail "client failed: $(cat "$work/q.out")"
+  # Off: no call sites, and the text says how to turn them on.
+  rm -f "$work/stop"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" overquota "$work/stop" >"$work/q.out" 2>&1 &
+  child=$!
+  wait_ready "$work/q.out"
+  wait_agent $child
+  ctl info $child --allocations || fail "info --allocations (off)"
+  grep -q "not traced" "$work/ctl.out" || fail "tracing off: $(cat "$work/ctl.out")"
+  touch "$work/stop"
+  wait $child; child=
+  ;;
 train)
   ref=$("$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
