@@ -33,17 +33,6 @@ bool ThreadGone(pid_t tid) {
   return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
 }
 
-// In a fork() child the forking thread has a new tid: its slot must say so,
-// or a new thread of the child would see the slot's owner gone and share it.
-void AfterForkInChild() {
-  if (t_gate_slot != nullptr) t_gate_slot->owner.store(CurrentTid(), std::memory_order_relaxed);
-}
-
-void RegisterForkHandlerOnce() {
-  static const bool registered = pthread_atfork(nullptr, nullptr, AfterForkInChild) == 0;
-  (void)registered;
-}
-
 bool AnyThreadInside() {
   std::lock_guard<std::mutex> lock(g_slots_mu);
   for (GateSlot* s = g_slots; s != nullptr; s = s->next) {
@@ -60,8 +49,13 @@ bool AnyThreadInside() {
 
 }  // namespace
 
+// In a fork() child the forking thread has a new tid: its slot must say so,
+// or a new thread of the child would see the slot's owner gone and share it.
+void AfterForkInChild() {
+  if (t_gate_slot != nullptr) t_gate_slot->owner.store(CurrentTid(), std::memory_order_relaxed);
+}
+
 GateSlot* ThisThreadSlot() {
-  RegisterForkHandlerOnce();
   const pid_t me = CurrentTid();
   std::lock_guard<std::mutex> lock(g_slots_mu);
   GateSlot* slot = nullptr;

@@ -36,6 +36,9 @@ inline thread_local GateSlot* t_gate_slot = nullptr;
 
 GateSlot* ThisThreadSlot();  // registers the thread on first use
 void WaitWhileClosed(GateSlot* slot);
+// The fork() child's part: the process's lifecycle owner (Runtime's one fork
+// handler) calls it in the child.
+void AfterForkInChild();
 
 class GateGuard {
  public:

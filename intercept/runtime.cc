@@ -6,18 +6,27 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "common/log.h"
+#include "ctl/control/agent_server.h"
 #include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
 #include "intercept/compute_share.h"
 #include "intercept/current_context.h"
-#include "common/log.h"
+#include "intercept/quiesce_gate.h"
 
 namespace vgpu {
 namespace {
 
 std::mutex g_init_mu;
 
-void AtForkChild() { Runtime::Get().OnForkChild(); }
+// The process's one fork handler: every module's part, in one visible order.
+void AtForkPrepare() { ctl::Agent::ForkPrepare(); }
+void AtForkParent() { ctl::Agent::ForkParent(); }
+void AtForkChild() {
+  ctl::Agent::ForkChild();
+  residency::AfterForkInChild();
+  Runtime::Get().OnForkChild();
+}
 
 driver::LibraryPaths ConfiguredLibraries() {
   const Config& c = Runtime::Get().config();
@@ -58,7 +67,7 @@ Runtime::Runtime() {
     if (config_error_.empty()) config_error_ = "invalid configuration";
   }
   InitLog("vgpu", config_.log_level, config_.log_file);  // off unless VGPU_LOG_FILE is set
-  pthread_atfork(nullptr, nullptr, AtForkChild);
+  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
 }
 
 CUresult Runtime::OnCuInit() {

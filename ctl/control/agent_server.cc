@@ -391,9 +391,9 @@ bool StartThread(State* s, std::string* error) {
 // The child of fork() must not serve: the thread is gone, and the listening
 // socket belongs to the parent. Close our copies of every descriptor and
 // forget the agent (leaked: its std::thread is not joinable here).
-void ForkPrepare() { g_mu.lock(); }
-void ForkParent() { g_mu.unlock(); }
-void ForkChild() {
+void LockForFork() { g_mu.lock(); }
+void UnlockAfterFork() { g_mu.unlock(); }
+void ResetInForkChild() {
   if (State* s = g_state) {
     for (auto& fd : s->conn_fds) {
       if (int f = fd.load(); f >= 0) close(f);
@@ -438,9 +438,13 @@ void StopAtExit() {
 
 }  // namespace
 
+void Agent::ForkPrepare() { LockForFork(); }
+void Agent::ForkParent() { UnlockAfterFork(); }
+void Agent::ForkChild() { ResetInForkChild(); }
+
 Status Agent::Start(Handler* handler, const AgentOptions& options) {
-  std::call_once(g_hooks_once, [] {
-    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  std::call_once(g_hooks_once, [&options] {
+    if (options.fork_handlers) pthread_atfork(LockForFork, UnlockAfterFork, ResetInForkChild);
     std::atexit(StopAtExit);
   });
   std::lock_guard<std::mutex> lock(g_mu);

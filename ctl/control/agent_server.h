@@ -73,6 +73,10 @@ struct AgentOptions {
   int idle_timeout_ms = 5000;      // per client, and per response write
   int request_timeout_ms = 10000;  // from waiting for a request to its last byte
   int stop_timeout_ms = 2000;      // how long Stop() waits for a running handler
+  // true: the agent registers its own pthread_atfork handlers. false: the
+  // process's lifecycle owner calls ForkPrepare/ForkParent/ForkChild from its
+  // one handler (libvgpu's Runtime).
+  bool fork_handlers = true;
 };
 
 inline constexpr int kMaxConnections = 64;
@@ -84,6 +88,11 @@ class Agent {
   static Status Start(Handler* handler, const AgentOptions& options = {});
   static void Stop();
   static bool Running();
+  // fork(): hold the agent's state across the fork; in the child, close the
+  // inherited sockets and forget the parent's agent (the child has none).
+  static void ForkPrepare();
+  static void ForkParent();
+  static void ForkChild();
   // The socket path while running, else "".
   static std::string SocketPath();
 };

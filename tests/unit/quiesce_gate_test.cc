@@ -3,6 +3,7 @@
 #include "intercept/quiesce_gate.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,6 +157,9 @@ TEST(QuiesceGateTest, AForkChildClosesTheGateDespiteAParentThreadInside) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan does not support threads in the child of a multi-threaded fork";
 #endif
+  // What the process's lifecycle owner (libvgpu's Runtime) does once.
+  static const bool registered = pthread_atfork(nullptr, nullptr, AfterForkInChild) == 0;
+  ASSERT_TRUE(registered);
   ThreadInside t;
   { GateGuard g; }  // this thread has a slot too
   pid_t child = fork();
