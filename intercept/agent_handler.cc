@@ -164,7 +164,7 @@ void StartAgent() noexcept {
     static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
     ctl::AgentOptions options;
     options.run_dir = Runtime::Get().config().run_dir;  // empty: ctl::RunDir()
-    options.fork_handlers = false;  // Runtime's one fork handler calls the agent's
+    options.lifecycle_hooks = false;  // Runtime's fork and exit handlers call the agent's
     ctl::Status s = ctl::Agent::Start(handler, options);
     if (!s.ok()) {
       VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());

@@ -19,6 +19,9 @@ namespace {
 
 std::mutex g_init_mu;
 
+// At exit: the agent stops before the process's state goes away.
+void AtExit() { ctl::Agent::Stop(); }
+
 // The process's one fork handler: every module's part, in one visible order.
 void AtForkPrepare() { ctl::Agent::ForkPrepare(); }
 void AtForkParent() { ctl::Agent::ForkParent(); }
@@ -68,6 +71,7 @@ Runtime::Runtime() {
   }
   InitLog("vgpu", config_.log_level, config_.log_file);  // off unless VGPU_LOG_FILE is set
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  std::atexit(AtExit);
 }
 
 CUresult Runtime::OnCuInit() {

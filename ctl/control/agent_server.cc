@@ -444,7 +444,8 @@ void Agent::ForkChild() { ResetInForkChild(); }
 
 Status Agent::Start(Handler* handler, const AgentOptions& options) {
   std::call_once(g_hooks_once, [&options] {
-    if (options.fork_handlers) pthread_atfork(LockForFork, UnlockAfterFork, ResetInForkChild);
+    if (!options.lifecycle_hooks) return;
+    pthread_atfork(LockForFork, UnlockAfterFork, ResetInForkChild);
     std::atexit(StopAtExit);
   });
   std::lock_guard<std::mutex> lock(g_mu);

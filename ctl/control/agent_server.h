@@ -73,10 +73,10 @@ struct AgentOptions {
   int idle_timeout_ms = 5000;      // per client, and per response write
   int request_timeout_ms = 10000;  // from waiting for a request to its last byte
   int stop_timeout_ms = 2000;      // how long Stop() waits for a running handler
-  // true: the agent registers its own pthread_atfork handlers. false: the
-  // process's lifecycle owner calls ForkPrepare/ForkParent/ForkChild from its
-  // one handler (libvgpu's Runtime).
-  bool fork_handlers = true;
+  // true: the agent registers its own pthread_atfork and atexit handlers.
+  // false: the process's lifecycle owner calls ForkPrepare/ForkParent/
+  // ForkChild from its one fork handler and Stop at exit (libvgpu's Runtime).
+  bool lifecycle_hooks = true;
 };
 
 inline constexpr int kMaxConnections = 64;
