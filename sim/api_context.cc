@@ -7,8 +7,6 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
 
-bool ValidDevice(CUdevice d) { return d >= 0 && d < Node().device_count(); }
-
 CUresult CreateContext(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;

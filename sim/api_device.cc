@@ -9,8 +9,6 @@
 namespace vgpu::sim {
 namespace {
 
-bool ValidDevice(CUdevice d) { return d >= 0 && d < Node().device_count(); }
-
 // H100 SXM-like values; the rest of the attributes read as 0.
 int Attribute(const DeviceState& dev, CUdevice_attribute a) {
   switch (a) {

@@ -44,11 +44,6 @@ CUresult LoadLibraryImage(const char* api, CUlibrary* library, const void* code,
   return r;
 }
 
-bool ValidDevice(CUdevice dev) {
-  const SimState* s = State();
-  return s != nullptr && dev >= 0 && static_cast<size_t>(dev) < s->config.devices.size();
-}
-
 // A pinned CUkernel handle, or an invalid one.
 struct KernelRef : HandleRef {
   explicit KernelRef(CUkernel k) : HandleRef(k) {}

@@ -15,8 +15,6 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
 
-bool ValidDevice(CUdevice d) { return d >= 0 && d < Node().device_count(); }
-
 bool Peers(int a, int b) { return a != b && State()->config.PeerAccess(a, b); }
 
 std::mutex g_mu;
