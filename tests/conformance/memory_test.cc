@@ -11,7 +11,33 @@
 namespace vgpu::conformance {
 namespace {
 
-class MemoryTest : public ContextTest {};
+class MemoryTest : public ContextTest {
+ protected:
+  // Host -> array -> host, `row_bytes` x `rows`, with bytes that differ per offset.
+  static void ExpectArrayRoundTrip(CUarray arr, size_t row_bytes, size_t rows) {
+    std::vector<uint8_t> src(row_bytes * rows), dst(src.size(), 0);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = src.data();
+    c.srcPitch = row_bytes;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = arr;
+    c.WidthInBytes = row_bytes;
+    c.Height = rows;
+    ASSERT_CU_OK(cuMemcpy2D(&c));
+    CUDA_MEMCPY2D b{};
+    b.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    b.srcArray = arr;
+    b.dstMemoryType = CU_MEMORYTYPE_HOST;
+    b.dstHost = dst.data();
+    b.dstPitch = row_bytes;
+    b.WidthInBytes = row_bytes;
+    b.Height = rows;
+    ASSERT_CU_OK(cuMemcpy2D(&b));
+    EXPECT_EQ(src, dst);
+  }
+};
 
 TEST_F(MemoryTest, AllocFreeAndMemGetInfo) {
   size_t free0, total;
@@ -265,28 +291,7 @@ TEST_F(MemoryTest, ArrayCreateAndDescriptor) {
   EXPECT_EQ(got.Width, 64u);
   EXPECT_EQ(got.Height, 16u);
 
-  // 2D round trip host -> array -> host.
-  std::vector<uint32_t> src(64 * 16), dst(64 * 16, 0);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint32_t>(i * 3 + 1);
-  CUDA_MEMCPY2D c{};
-  c.srcMemoryType = CU_MEMORYTYPE_HOST;
-  c.srcHost = src.data();
-  c.srcPitch = 64 * 4;
-  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-  c.dstArray = arr;
-  c.WidthInBytes = 64 * 4;
-  c.Height = 16;
-  ASSERT_CU_OK(cuMemcpy2D(&c));
-  CUDA_MEMCPY2D b{};
-  b.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-  b.srcArray = arr;
-  b.dstMemoryType = CU_MEMORYTYPE_HOST;
-  b.dstHost = dst.data();
-  b.dstPitch = 64 * 4;
-  b.WidthInBytes = 64 * 4;
-  b.Height = 16;
-  ASSERT_CU_OK(cuMemcpy2D(&b));
-  EXPECT_EQ(src, dst);
+  ExpectArrayRoundTrip(arr, 64 * 4, 16);
   ASSERT_CU_OK(cuArrayDestroy(arr));
 
   desc.NumChannels = 3;  // 1, 2 or 4
@@ -324,27 +329,7 @@ TEST_F(MemoryTest, MipmappedArrayLevels) {
 
   // Level 1 (32 x 8 texels of 4 bytes) round trip.
   ASSERT_CU_OK(cuMipmappedArrayGetLevel(&level, mip, 1));
-  std::vector<uint8_t> src(32 * 4 * 8), dst(src.size(), 0);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-  CUDA_MEMCPY2D c{};
-  c.srcMemoryType = CU_MEMORYTYPE_HOST;
-  c.srcHost = src.data();
-  c.srcPitch = 32 * 4;
-  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-  c.dstArray = level;
-  c.WidthInBytes = 32 * 4;
-  c.Height = 8;
-  ASSERT_CU_OK(cuMemcpy2D(&c));
-  CUDA_MEMCPY2D b{};
-  b.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-  b.srcArray = level;
-  b.dstMemoryType = CU_MEMORYTYPE_HOST;
-  b.dstHost = dst.data();
-  b.dstPitch = 32 * 4;
-  b.WidthInBytes = 32 * 4;
-  b.Height = 8;
-  ASSERT_CU_OK(cuMemcpy2D(&b));
-  EXPECT_EQ(src, dst);
+  ExpectArrayRoundTrip(level, 32 * 4, 8);
 
   ASSERT_CU_OK(cuMipmappedArrayDestroy(mip));
   size_t free1 = 0;
