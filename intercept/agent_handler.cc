@@ -14,6 +14,7 @@
 #include "ctl/control/run_dir.h"
 #include "driver/real_driver.h"
 #include "common/log.h"
+#include "intercept/coordination.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -98,16 +99,32 @@ Response Restore(const ctl::Request& req, const Progress& progress) {
 // handles a command.
 constexpr size_t kTopCallSites = 20;
 
+// A suspend or checkpoint asked by vgpud ("by": "vgpud") is remembered, so
+// that the job resumes by itself if vgpud does not come back (coordination.h).
+Response Parked(const ctl::Request& req, Response r) {
+  if (r.ok && req.args.value("by", std::string()) == "vgpud" &&
+      residency::CurrentState() != residency::State::kRunning) {
+    const nlohmann::json& g = req.args.contains("grace_ms") ? req.args["grace_ms"] : nlohmann::json();
+    coordination::NoteParkedByCoordinator(g.is_number_integer() ? g.get<int64_t>() : 0);
+  }
+  return r;
+}
+
+Response Unparked(Response r) {
+  if (r.ok) coordination::NoteUnparked();
+  return r;
+}
+
 class ResidencyHandler : public ctl::Handler {
  public:
   Response Handle(const ctl::Request& req, ctl::ProgressSink* sink) override {
     Progress progress = ProgressTo(sink);
     if (req.cmd == "info") return Info();
     if (req.cmd == "ps") return ctl::ProcessListOf(Info());
-    if (req.cmd == "suspend") return ToResponse(residency::Suspend(progress));
-    if (req.cmd == "resume") return ToResponse(residency::Resume(progress));
-    if (req.cmd == "checkpoint") return Checkpoint(req, progress);
-    if (req.cmd == "restore") return Restore(req, progress);
+    if (req.cmd == "suspend") return Parked(req, ToResponse(residency::Suspend(progress)));
+    if (req.cmd == "resume") return Unparked(ToResponse(residency::Resume(progress)));
+    if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
+    if (req.cmd == "restore") return Unparked(Restore(req, progress));
     // "set": runtime limits are not implemented by libvgpu yet.
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
@@ -141,6 +158,12 @@ class ResidencyHandler : public ctl::Handler {
       info.counters.emplace_back(counters::kInfo[i].name, counters::Get(i));
     }
     nlohmann::json j = ctl::ToJson(info);
+    // What vgpud needs besides: who parked it, and each device's footprint
+    // (live allocations: what a resume needs, also while suspended).
+    if (info.state != "running" && coordination::ParkedByCoordinator()) j["suspended_by"] = "vgpud";
+    for (size_t i = 0; i < info.devices.size(); ++i) {
+      j["devices"][i]["footprint"] = vmm_used[rt.devices().ToPhysical(static_cast<int>(i))];
+    }
     if (rt.call_sites().enabled()) {  // VGPU_TRACE_ALLOCATIONS: the top call sites
       nlohmann::json sites = nlohmann::json::array();
       for (const CallSiteStats& c : rt.call_sites().Top(kTopCallSites)) {

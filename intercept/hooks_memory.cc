@@ -10,6 +10,7 @@
 #include "common/byte_size.h"
 #include "common/counters.h"
 #include "driver/real_driver.h"
+#include "intercept/coordination.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
 #include "common/log.h"
@@ -151,6 +152,13 @@ void InstallVmmAccounting() {
   Vmm().SetAccounting(a);
 }
 
+// True when the quota (if any) has room for `bytes` more.
+bool WithinQuota(int device, uint64_t bytes) {
+  QuotaLedger* ledger = Runtime::Get().ledger();
+  if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return true;
+  return ledger->Used(device) + bytes <= ledger->Limit(device);
+}
+
 // A VMM-backed allocation of `bytes` on the current context; vmm::Manager
 // charges the chunks it creates.
 CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
@@ -160,6 +168,14 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  // Out of device memory, not of quota: vgpud (if it runs) makes room by
+  // suspending other jobs. A few retries: another job may take the room first.
+  constexpr int kMaxRoomRetries = 8;
+  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && WithinQuota(w.device, bytes) &&
+                  coordination::AskForRoom(w.device, bytes);
+       ++i) {
+    r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  }
   if (r == CUDA_SUCCESS) TraceAlloc(*dptr, bytes);
   return r;
 }

@@ -67,4 +67,31 @@ void OpenGate();
 // of threads).
 size_t GateSlotCount();
 
+// Leaves the gate for a wait inside a gated call that this process's own
+// suspension must not be blocked by (an allocation waiting for vgpud to make
+// room: vgpud may suspend this very job meanwhile). The caller touches no
+// device memory while stepped out; on return it re-enters, waiting if the
+// gate closed in between.
+class GateStepOut {
+ public:
+  GateStepOut() : slot_(t_gate_slot) {
+    if (slot_ == nullptr || slot_->depth == 0) return;
+    saved_depth_ = slot_->depth;
+    slot_->depth = 0;
+    slot_->active.store(0, std::memory_order_seq_cst);
+  }
+  ~GateStepOut() {
+    if (saved_depth_ == 0) return;
+    slot_->depth = saved_depth_;
+    slot_->active.store(1, std::memory_order_seq_cst);
+    if (g_gate_closed.load(std::memory_order_seq_cst)) WaitWhileClosed(slot_);
+  }
+  GateStepOut(const GateStepOut&) = delete;
+  GateStepOut& operator=(const GateStepOut&) = delete;
+
+ private:
+  GateSlot* slot_;
+  uint32_t saved_depth_ = 0;
+};
+
 }  // namespace vgpu::residency

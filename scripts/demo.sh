@@ -78,6 +78,42 @@ run_two_jobs() {
   python3 "${view}" "node"
 }
 
+# Two jobs whose memory does not fit on one GPU together both finish under
+# vgpud, which time-slices the device: the second job's allocation waits while
+# vgpud suspends the first, and they take turns of one quantum each.
+run_timeslicing() {
+  local lib="${BUILD}/lib/libvgpu.so" ctl="${BUILD}/bin/vgpuctl" job="${BUILD}/bin/vgpu_timeslice_job"
+  section "Two jobs that do not fit together on a 1 GiB GPU, time-sliced by vgpud (quantum 1 s)"
+  local run="${TMP}/run-ts"
+  mkdir -p "${run}" && chmod 700 "${run}"
+  export VGPU_RUN_DIR="${run}" VGPU_VMM=on
+  local node="${VGPU_SIM_NODE}" devices="${VGPU_SIM_DEVICES}"
+  export VGPU_SIM_NODE="vgpu-demo-ts-$$" VGPU_SIM_DEVICES=1x1GiB
+  "${BUILD}/bin/vgpud" --run-dir "${run}" --quantum 1s --tick 100ms --metrics-listen off \
+    2> "${TMP}/vgpud.log" &
+  local daemon=$!
+  for _ in $(seq 1 200); do [[ -S "${run}/vgpud.sock" ]] && break; sleep 0.02; done
+  echo "\$ LD_PRELOAD=libvgpu.so vgpu_timeslice_job 640 8 400 &   # twice: 2 x 640 MiB on a 1 GiB GPU"
+  LD_PRELOAD="${lib}" "${job}" 640 8 400 > "${TMP}/ts-a.out" 2>&1 &
+  local a=$!
+  LD_PRELOAD="${lib}" "${job}" 640 8 400 > "${TMP}/ts-b.out" 2>&1 &
+  local b=$!
+  sleep 2.5
+  echo "\$ vgpuctl top --once"
+  "${ctl}" top --once || true
+  wait "${a}" || die "job A failed: $(cat "${TMP}/ts-a.out")"
+  wait "${b}" || die "job B failed: $(cat "${TMP}/ts-b.out")"
+  echo "job A: $(cat "${TMP}/ts-a.out" | tail -1)"
+  echo "job B: $(cat "${TMP}/ts-b.out" | tail -1)"
+  echo "\$ vgpuctl events"
+  "${ctl}" events
+  kill "${daemon}"
+  wait "${daemon}" 2>/dev/null || true
+  rm -f "/dev/shm/vgpu-sim-${VGPU_SIM_NODE}"
+  export VGPU_SIM_NODE="${node}" VGPU_SIM_DEVICES="${devices}"
+  unset VGPU_RUN_DIR VGPU_VMM
+}
+
 # A training job is checkpointed to disk while it runs (its device memory is
 # released meanwhile) and restored with vgpuctl; its final checksum must equal
 # that of an uninterrupted run. Agent sockets go to a private run directory,
@@ -127,6 +163,7 @@ main() {
     run_samples "${BUILD}/lib/libvgpu.so" " under LD_PRELOAD=libvgpu.so"
     run_two_jobs
     run_checkpoint_restore
+    run_timeslicing
   else
     section "libvgpu.so not built; skipping the interposed run"
   fi

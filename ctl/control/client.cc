@@ -201,6 +201,30 @@ Status CallSocket(const std::string& socket_path, const Request& request,
   return Exchange(fd.get(), request, on_progress, response, timeout_ms);
 }
 
+std::string DaemonSocketPath(const std::string& run_dir) {
+  return (run_dir.empty() ? RunDir() : run_dir) + "/vgpud.sock";
+}
+
+Status CallDaemon(const std::string& run_dir, const Request& request,
+                  const ProgressCallback& on_progress, Response* response, int timeout_ms) {
+  const std::string path = DaemonSocketPath(run_dir);
+  int raw = -1;
+  Status st = Connect(path, &raw);
+  if (!st.ok()) return st;
+  Fd fd(raw);
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return Status::Error(ErrorCode::kUntrusted, path + ": peer credentials unavailable");
+  }
+  if (cred.uid != 0 && cred.uid != geteuid()) {
+    return Status::Error(ErrorCode::kUntrusted, path + " is served by uid " +
+                                                    std::to_string(cred.uid) +
+                                                    ", neither root nor us: not vgpud");
+  }
+  return Exchange(fd.get(), request, on_progress, response, timeout_ms);
+}
+
 Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progress,
             Response* response, const ClientOptions& options) {
   std::string dir = options.run_dir.empty() ? RunDir() : options.run_dir;

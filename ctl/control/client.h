@@ -44,6 +44,14 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
 Status CallSocket(const std::string& socket_path, const Request& request,
                   const ProgressCallback& on_progress, Response* response, int timeout_ms);
 
+// vgpud's socket in `run_dir` (empty: RunDir()).
+std::string DaemonSocketPath(const std::string& run_dir);
+// Sends `request` to vgpud. The daemon must run as root or as our own uid
+// (SO_PEERCRED), else EUNTRUSTED: a socket planted by another user is never
+// believed. ENOENT when no vgpud listens.
+Status CallDaemon(const std::string& run_dir, const Request& request,
+                  const ProgressCallback& on_progress, Response* response, int timeout_ms);
+
 struct AgentEntry {
   pid_t pid = 0;
   std::string socket_path;

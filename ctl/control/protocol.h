@@ -30,8 +30,9 @@ using ::vgpu::ErrorCodeName;
 using ::vgpu::Status;
 
 // The commands this protocol version defines.
-inline constexpr const char* kCommands[] = {"ping",   "ps",         "info",    "suspend",
-                                            "resume", "checkpoint", "restore", "set"};
+// "make_room" and "events" are vgpud's (docs/vgpud.md); an agent answers ENOSYS.
+inline constexpr const char* kCommands[] = {"ping",    "ps",      "info", "suspend",   "resume",
+                                            "checkpoint", "restore", "set",  "make_room", "events"};
 bool IsKnownCommand(std::string_view cmd);
 
 struct Request {

@@ -13,6 +13,7 @@
 #include "common/config/config.h"
 #include "common/quota_ledger.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
+#include "ctl/vgpuctl/vgpuctl_daemon.h"
 #include "ctl/vgpuctl/vgpuctl_process.h"
 
 namespace {
@@ -23,6 +24,9 @@ constexpr const char* kUsage =
     "  config                  list every configuration variable with its default\n"
     "  quota GROUP             show a quota group's limits and usage per device\n"
     "  ps                      list interposed processes: state, devices, used, quota\n"
+    "                          (vgpud's view when it runs: priority, footprint, reason)\n"
+    "  top [--once]            vgpud's live view, refreshed every second\n"
+    "  events                  vgpud's recent decisions: who was suspended for whom, how long\n"
     "  info PID [--allocations] one process in detail (--allocations: the call sites holding\n"
     "                          device memory; needs VGPU_TRACE_ALLOCATIONS=on in the process)\n"
     "  suspend PID             move its device memory to host RAM and pause its CUDA calls\n"
@@ -58,6 +62,8 @@ constexpr NamedCommand kProcessCommands[] = {
     {"checkpoint", vgpu::ctl::cli::Checkpoint},
     {"restore", vgpu::ctl::cli::Restore},
     {"set", vgpu::ctl::cli::Set},
+    {"top", vgpu::ctl::cli::Top},
+    {"events", vgpu::ctl::cli::Events},
 };
 
 // Exit codes scripts can rely on (the full list is in vgpuctl_cli.h).

@@ -40,6 +40,7 @@ bool Apply(const std::string& name, const std::string& value, Options* o, std::s
   if (name == "--quiet" || name == "-q") o->quiet = true;
   if (name == "--leave-running") o->leave_running = true;
   if (name == "--allocations") o->allocations = true;
+  if (name == "--once") o->once = true;
   if (name == "--run-dir") o->run_dir = value;
   if (name == "--dir") o->dir = AbsolutePath(value);
   if (name == "--from") o->from = AbsolutePath(value);

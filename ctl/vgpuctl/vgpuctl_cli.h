@@ -30,6 +30,7 @@ struct Options {
   std::string dir;                       // checkpoint --dir
   bool leave_running = false;            // checkpoint --leave-running
   bool allocations = false;              // info --allocations
+  bool once = false;                     // top --once: one frame, no screen clearing
   std::string from;                      // restore --from
   std::optional<uint64_t> memory_limit;  // set --memory-limit
   std::optional<int> compute_share;      // set --compute-share

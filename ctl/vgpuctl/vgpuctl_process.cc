@@ -10,6 +10,7 @@
 #include "ctl/control/client.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
+#include "ctl/vgpuctl/vgpuctl_daemon.h"
 
 namespace vgpu::ctl::cli {
 namespace {
@@ -186,6 +187,7 @@ int Ps(const std::vector<std::string>& args) {
   Options o;
   int rc = kExitOk;
   if (!ParseOrUsage(args, {}, 0, &o, &rc)) return rc;
+  if (DaemonPs(o, &rc)) return rc;
   json all = json::array();
   if (Status st = CheckAgentDir(o.run_dir.empty() ? RunDir() : o.run_dir);
       st.code == ErrorCode::kUntrusted) {

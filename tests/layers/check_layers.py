@@ -25,12 +25,14 @@ ALLOWED = {
     "vmm": {"vmm", "common", "driver"},
     # The control library (protocol, agent server, client, run directory): no CUDA.
     "ctl/control": {"ctl/control", "common"},
-    # The thin executables: vgpuctl now, vgpud and the container hook next.
+    # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
+    # through the driver layer's NVML table); the container hook next.
     "ctl": {"ctl", "ctl/control", "common"},
+    "ctl/vgpud": {"ctl/vgpud", "ctl/control", "common", "driver"},
     "intercept": {"intercept", "vmm", "checkpoint", "ctl/control", "common", "driver"},
     "sim": {"sim", "common", "driver", "vgpu"},  # vgpu/: sim/include, the kernel ABI
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "intercept"}
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/vgpud", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
 # Headers generated at build time, by the layer that owns them.

@@ -1,0 +1,428 @@
+#include "ctl/vgpud/coordinator.h"
+
+#include <sys/sysinfo.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "common/log.h"
+#include "common/process_info.h"
+#include "ctl/control/client.h"
+
+namespace vgpu::vgpud {
+namespace {
+
+constexpr int kInfoTimeoutMs = 2000;
+// A suspend or resume reports progress; this bounds silence, not duration.
+constexpr int kResidencyTimeoutMs = 60000;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t HostBudget(uint64_t configured) {
+  if (configured != 0) return configured;
+  struct sysinfo si {};
+  if (sysinfo(&si) != 0) return 0;
+  return static_cast<uint64_t>(si.totalram) * si.mem_unit / 2;
+}
+
+// The agent's view of itself (its "info") merged into vgpud's record.
+void Merge(const nlohmann::json& info, Job* job) {
+  ctl::InfoResult r;
+  if (!ctl::ParseInfoResult(info, &r).ok()) return;
+  job->uid = r.uid;
+  job->command = r.command;
+  job->group = r.group;
+  Priority p;
+  if (ParsePriority(info.value("priority", std::string("normal")), &p)) job->priority = p;
+  job->weight = std::max(1, info.value("weight", 1));
+  job->compute_share = info.value("compute_share", 0);
+  const bool ours = info.value("suspended_by", std::string()) == "vgpud";
+  if (r.state == "running") {
+    job->state = JobState::kRunning;
+  } else if (ours) {
+    job->state = JobState::kWaiting;
+    job->parked_on_disk = r.state == "checkpointed";
+  } else {
+    job->state = r.state == "checkpointed" ? JobState::kCheckpointed : JobState::kSuspended;
+  }
+  const nlohmann::json& devs = info.contains("devices") ? info["devices"] : nlohmann::json();
+  job->devices.clear();
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    JobDevice d;
+    d.uuid = r.devices[i].uuid;
+    d.used = r.devices[i].used;
+    d.quota = r.devices[i].quota.value_or(0);
+    d.footprint = d.used;
+    if (devs.is_array() && i < devs.size() && devs[i].is_object()) {
+      d.footprint = std::max(d.used, devs[i].value("footprint", d.used));
+    }
+    job->devices.push_back(d);
+  }
+  job->counters = r.counters;
+}
+
+ctl::Request MakeRequest(const std::string& cmd, nlohmann::json args) {
+  ctl::Request req;
+  req.cmd = cmd;
+  req.args = std::move(args);
+  return req;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(const DaemonConfig& config, const NodeGpus* gpus, EventLog* events)
+    : config_(config), gpus_(gpus), events_(events) {}
+
+bool Coordinator::RefreshOne(pid_t pid, Job* job) {
+  ctl::Response resp;
+  ctl::ClientOptions o;
+  o.run_dir = config_.run_dir;
+  o.timeout_ms = kInfoTimeoutMs;
+  if (!ctl::Call(pid, MakeRequest("info", nlohmann::json::object()), {}, &resp, o).ok() ||
+      !resp.ok) {
+    return false;
+  }
+  job->pid = pid;
+  Merge(resp.result, job);
+  return true;
+}
+
+void Coordinator::Refresh() {
+  std::map<pid_t, Job> fresh;
+  for (const ctl::AgentEntry& a : ctl::ListAgents(config_.run_dir)) {
+    Job j;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = jobs_.find(a.pid); it != jobs_.end()) j = it->second;
+      else j.running_since = Clock::now();
+    }
+    const JobState before = j.state;
+    if (!RefreshOne(a.pid, &j)) {
+      // Busy (mid-operation) or gone: keep the last view while it lives.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = jobs_.find(a.pid); it != jobs_.end()) fresh[a.pid] = it->second;
+      continue;
+    }
+    if (before != JobState::kRunning && j.state == JobState::kRunning) j.running_since = Clock::now();
+    if (j.state == JobState::kWaiting && before != JobState::kWaiting) {
+      j.waiting_since = Clock::now();  // parked by an earlier vgpud
+    }
+    fresh[a.pid] = std::move(j);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [pid, job] : jobs_) {
+    if (fresh.count(pid) == 0) {
+      events_->Add({0, "exit", pid, 0, "", job.TotalFootprint(), 0,
+                    std::string("job gone while ") + JobStateName(job.state)});
+    }
+  }
+  const bool changed = fresh.size() != jobs_.size();
+  jobs_ = std::move(fresh);
+  last_refresh_ = Clock::now();
+  if (changed) {
+    // Written outside mu_ by the caller's next decision; the exits are in the log.
+  }
+}
+
+void Coordinator::Reconcile(const DaemonState& previous) {
+  std::lock_guard<std::mutex> decide(decide_mu_);
+  events_->Restore(previous.events);
+  Refresh();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Keep the previous waiting order: earlier parked, earlier resumed.
+  const auto now = Clock::now();
+  for (size_t i = 0; i < previous.parked.size(); ++i) {
+    const ParkedJob& p = previous.parked[i];
+    auto it = jobs_.find(p.pid);
+    if (it == jobs_.end() || !ProcessAlive(p.pid, p.start_time)) continue;
+    if (it->second.state == JobState::kWaiting) {
+      it->second.waiting_since = now - std::chrono::milliseconds(previous.parked.size() - i);
+    }
+  }
+  size_t waiting = 0;
+  for (const auto& [pid, j] : jobs_) waiting += j.state == JobState::kWaiting;
+  events_->Add({0, "start", 0, 0, "", 0, 0,
+                std::to_string(jobs_.size()) + " jobs, " + std::to_string(waiting) +
+                    " parked by vgpud"});
+}
+
+std::vector<Job> Coordinator::Jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Job> out;
+  for (const auto& [pid, j] : jobs_) out.push_back(j);
+  return out;
+}
+
+bool Coordinator::OwnedBy(pid_t pid, int64_t uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(pid);
+  return it != jobs_.end() && it->second.uid == uid;
+}
+
+uint64_t Coordinator::ParkedInHost() const {
+  uint64_t n = 0;
+  for (const auto& [pid, j] : jobs_) {
+    if (j.state == JobState::kWaiting && !j.parked_on_disk) n += j.TotalFootprint();
+  }
+  return n;
+}
+
+std::vector<pid_t> Coordinator::Victims(const std::string& uuid, pid_t except,
+                                        Priority priority) const {
+  std::vector<const Job*> c;
+  const auto quantum = std::chrono::milliseconds(config_.quantum_ms);
+  for (const auto& [pid, j] : jobs_) {
+    if (pid == except || j.state != JobState::kRunning || j.FootprintOn(uuid) == 0) continue;
+    if (j.priority > priority) continue;
+    if (j.priority == priority && Clock::now() - j.running_since < quantum * j.weight) continue;
+    c.push_back(&j);
+  }
+  std::sort(c.begin(), c.end(), [](const Job* a, const Job* b) {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->running_since < b->running_since;  // held the device longest
+  });
+  std::vector<pid_t> out;
+  for (const Job* j : c) out.push_back(j->pid);
+  return out;
+}
+
+Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt) {
+  const uint64_t footprint = victim->TotalFootprint();
+  const bool to_disk = ParkedInHost() + footprint > HostBudget(config_.host_budget);
+  nlohmann::json args = {{"by", "vgpud"}, {"grace_ms", config_.grace_ms}};
+  std::string cmd = "suspend";
+  if (to_disk) {
+    cmd = "checkpoint";
+    if (!config_.checkpoint_dir.empty()) args["dir"] = config_.checkpoint_dir;
+  }
+  const pid_t pid = victim->pid;
+  ctl::ClientOptions o;
+  o.run_dir = config_.run_dir;
+  o.timeout_ms = kResidencyTimeoutMs;
+  ctl::Response resp;
+  const auto t0 = Clock::now();
+  Status s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
+  if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
+  if (!s.ok()) {
+    events_->Add({0, "refuse", pid, for_pid, uuid, 0, Since(t0), cmd + " failed: " + s.message});
+    return s;
+  }
+  const uint64_t bytes = resp.result.value("bytes", uint64_t{0});
+  std::lock_guard<std::mutex> lock(mu_);
+  victim->state = JobState::kWaiting;
+  victim->parked_on_disk = to_disk;
+  victim->waiting_since = Clock::now();
+  victim->suspensions++;
+  victim->preemptions += preempt;
+  victim->bytes_moved += bytes;
+  victim->reason = std::string(preempt ? "preempted by " : "made room for ") +
+                   std::to_string(for_pid);
+  for (JobDevice& d : victim->devices) d.used = 0;
+  events_->Add({0, to_disk ? "checkpoint" : "suspend", pid, for_pid, uuid, bytes, Since(t0),
+                victim->reason});
+  return Status::Ok();
+}
+
+Status Coordinator::Unpark(Job* job, const std::string& why) {
+  const pid_t pid = job->pid;
+  ctl::ClientOptions o;
+  o.run_dir = config_.run_dir;
+  o.timeout_ms = kResidencyTimeoutMs;
+  ctl::Response resp;
+  const std::string cmd = job->parked_on_disk ? "restore" : "resume";
+  const auto t0 = Clock::now();
+  Status s = ctl::Call(pid, MakeRequest(cmd, nlohmann::json::object()), {}, &resp, o);
+  if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
+  if (!s.ok()) {
+    events_->Add({0, "refuse", pid, 0, "", 0, Since(t0), cmd + " failed: " + s.message});
+    return s;
+  }
+  const uint64_t bytes = resp.result.value("bytes", uint64_t{0});
+  std::lock_guard<std::mutex> lock(mu_);
+  job->state = JobState::kRunning;
+  job->parked_on_disk = false;
+  job->running_since = Clock::now();
+  job->bytes_moved += bytes;
+  job->reason = why;
+  for (JobDevice& d : job->devices) d.used = d.footprint;
+  events_->Add({0, cmd, pid, 0, "", bytes, Since(t0), why});
+  return Status::Ok();
+}
+
+uint64_t Coordinator::FreeFor(const GpuMemory& m) const {
+  auto it = reserved_.find(m.uuid);
+  if (it == reserved_.end() || Clock::now() >= it->second.until) return m.free();
+  return m.free() > it->second.bytes ? m.free() - it->second.bytes : 0;
+}
+
+bool Coordinator::Fits(const Job& job) const {
+  for (const JobDevice& d : job.devices) {
+    if (d.footprint == 0) continue;
+    GpuMemory m;
+    if (!gpus_->Read(d.uuid, &m) || FreeFor(m) < d.footprint) return false;
+  }
+  return true;
+}
+
+void Coordinator::TryResume(Job* w) {
+  if (Fits(*w)) {
+    (void)Unpark(w, "memory fits");
+    return;
+  }
+  if (!config_.oversubscribe) return;
+  for (const JobDevice& d : w->devices) {
+    if (d.footprint == 0) continue;
+    GpuMemory m;
+    if (!gpus_->Read(d.uuid, &m)) return;
+    std::vector<pid_t> victims = Victims(d.uuid, w->pid, w->priority);
+    uint64_t can_free = FreeFor(m);
+    for (pid_t v : victims) can_free += jobs_.at(v).FootprintOn(d.uuid);
+    if (can_free < d.footprint) return;  // not its turn yet
+    for (pid_t v : victims) {
+      if (gpus_->Read(d.uuid, &m) && FreeFor(m) >= d.footprint) break;
+      Job& victim = jobs_.at(v);
+      if (!Park(&victim, w->pid, d.uuid, victim.priority < w->priority).ok()) return;
+    }
+  }
+  if (Fits(*w)) (void)Unpark(w, "its turn");
+}
+
+void Coordinator::Tick() {
+  std::lock_guard<std::mutex> decide(decide_mu_);
+  if (Clock::now() - last_refresh_ >= std::chrono::milliseconds(std::max<int64_t>(config_.tick_ms, 500))) {
+    Refresh();
+  }
+  std::vector<Job*> waiting;
+  for (auto& [pid, j] : jobs_) {
+    if (j.state == JobState::kWaiting) waiting.push_back(&j);
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const Job* a, const Job* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return a->waiting_since < b->waiting_since;
+  });
+  for (Job* w : waiting) {
+    if (w->state == JobState::kWaiting) TryResume(w);
+  }
+  SaveState();
+}
+
+Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
+                             const std::function<void()>& keepalive) {
+  const auto t0 = Clock::now();
+  bool logged = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> decide(decide_mu_);
+      if (jobs_.count(pid) == 0) {
+        Job j;
+        j.running_since = Clock::now();
+        if (!RefreshOne(pid, &j)) return Status::Error(ErrorCode::kNoEnt, "no agent for pid " + std::to_string(pid));
+        std::lock_guard<std::mutex> lock(mu_);
+        jobs_[pid] = j;
+      }
+      Job& r = jobs_.at(pid);
+      auto done = [&](Status s) {
+        std::lock_guard<std::mutex> lock(mu_);
+        r.waiting_for_memory = false;
+        SaveState();
+        return s;
+      };
+      if (r.state != JobState::kRunning) return done(Status::Ok());  // retried after resume
+      GpuMemory m;
+      if (!gpus_->Read(uuid, &m)) return done(Status::Error(ErrorCode::kNoEnt, "unknown device " + uuid));
+      if (m.free() >= bytes) {
+        // Held for the retry, which follows at once: a resume must not take it.
+        reserved_[uuid] = {bytes, Clock::now() + std::chrono::seconds(2)};
+        if (logged) {
+          events_->Add({0, "room", pid, 0, uuid, bytes, Since(t0), "allocation proceeds"});
+          std::lock_guard<std::mutex> lock(mu_);
+          r.running_since = Clock::now();  // its quantum starts now, not while it waited
+        }
+        return done(Status::Ok());
+      }
+      if (!config_.oversubscribe) {
+        return done(Status::Error(ErrorCode::kNoMem, "oversubscription is off"));
+      }
+      if (r.FootprintOn(uuid) + bytes > m.total) {
+        return done(Status::Error(ErrorCode::kNoMem, "does not fit on the device even alone"));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        r.waiting_for_memory = true;
+      }
+      if (!logged) {
+        events_->Add({0, "wait", pid, 0, uuid, bytes, 0, "allocation waits for memory"});
+        logged = true;
+      }
+      std::vector<pid_t> victims = Victims(uuid, pid, r.priority);
+      if (!victims.empty()) {
+        Job& v = jobs_.at(victims.front());
+        if (Park(&v, pid, uuid, v.priority < r.priority).ok()) {
+          SaveState();
+          continue;  // look again at once
+        }
+      }
+    }
+    keepalive();
+    std::this_thread::sleep_for(std::chrono::milliseconds(config_.tick_ms));
+  }
+}
+
+ctl::Response Coordinator::Set(pid_t pid, const nlohmann::json& args) {
+  std::lock_guard<std::mutex> decide(decide_mu_);
+  ctl::ClientOptions o;
+  o.run_dir = config_.run_dir;
+  o.timeout_ms = kInfoTimeoutMs;
+  ctl::Response resp;
+  if (Status s = ctl::Call(pid, MakeRequest("set", args), {}, &resp, o); !s.ok()) {
+    return ctl::Response::Error(s);
+  }
+  if (resp.ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = jobs_.find(pid); it != jobs_.end()) {
+      Priority p;
+      if (args.contains("priority") && args["priority"].is_string() &&
+          ParsePriority(args["priority"].get<std::string>(), &p)) {
+        it->second.priority = p;
+      }
+      if (args.contains("weight") && args["weight"].is_number_integer()) {
+        it->second.weight = std::max(1, args["weight"].get<int>());
+      }
+    }
+    events_->Add({0, "set", pid, 0, "", 0, 0, ctl::DumpLine(args)});
+  }
+  return resp;
+}
+
+void Coordinator::SaveState() {
+  DaemonState s;
+  {
+    std::vector<const Job*> parked;
+    for (const auto& [pid, j] : jobs_) {
+      if (j.state == JobState::kWaiting) parked.push_back(&j);
+    }
+    std::sort(parked.begin(), parked.end(),
+              [](const Job* a, const Job* b) { return a->waiting_since < b->waiting_since; });
+    const auto now = Clock::now();
+    for (const Job* j : parked) {
+      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - j->waiting_since);
+      s.parked.push_back({j->pid, ProcessStartTime(j->pid), UnixMs() - ago.count(), j->parked_on_disk});
+    }
+  }
+  s.events = events_->Recent(100);
+  const std::string path = config_.state_file.empty() ? config_.run_dir + "/vgpud.state" : config_.state_file;
+  if (Status st = WriteState(path, s); !st.ok()) {
+    VGPU_LOG(kWarn, "state file not written: {}", st.message);
+  }
+}
+
+}  // namespace vgpu::vgpud

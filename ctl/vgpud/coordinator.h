@@ -1,0 +1,85 @@
+// vgpud's decisions (docs/vgpud.md, "What vgpud decides"): which jobs hold a
+// device's memory when their working sets together exceed it. Jobs are
+// suspended (device memory to host RAM, or to a checkpoint image past the host
+// budget) to make room for an allocation that would not fit, lower priority
+// first and then the equal-priority job that has held the device longest once
+// it has had its quantum (times its weight); suspended jobs are resumed when
+// their memory fits again, or at their turn. One decision at a time; the
+// agents are the source of truth, refreshed every tick.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ctl/control/protocol.h"
+#include "ctl/vgpud/daemon_config.h"
+#include "ctl/vgpud/event_log.h"
+#include "ctl/vgpud/job.h"
+#include "ctl/vgpud/node_gpus.h"
+#include "ctl/vgpud/state_file.h"
+
+namespace vgpu::vgpud {
+
+class Coordinator {
+ public:
+  Coordinator(const DaemonConfig& config, const NodeGpus* gpus, EventLog* events);
+
+  // At start: the jobs a previous vgpud parked (state file) whose agents still
+  // say so wait again, in their order.
+  void Reconcile(const DaemonState& previous);
+  // Every tick: refresh the jobs from their agents, resume what fits, rotate.
+  void Tick();
+  // An allocation of `pid` of `bytes` on device `uuid` does not fit: make room.
+  // Returns when the allocation may be retried (Ok), or ENOMEM when it cannot
+  // fit (not even alone, or oversubscription is off). `keepalive` is called
+  // while it waits.
+  Status MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
+                  const std::function<void()>& keepalive);
+  // vgpuctl set: forwarded to the job's agent; priority and weight are kept.
+  ctl::Response Set(pid_t pid, const nlohmann::json& args);
+
+  std::vector<Job> Jobs() const;
+  const NodeGpus& gpus() const { return *gpus_; }
+  const EventLog& events() const { return *events_; }
+  // True when `uid` may act on job `pid` (its owner; root and admins are
+  // checked by the caller).
+  bool OwnedBy(pid_t pid, int64_t uid) const;
+
+ private:
+  void Refresh();
+  bool RefreshOne(pid_t pid, Job* job);
+  Status Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt);
+  Status Unpark(Job* job, const std::string& why);
+  // Running jobs that may give way to a job of `priority` on `uuid`, best
+  // victim first; `need_quantum`: equal priorities only after their quantum.
+  std::vector<pid_t> Victims(const std::string& uuid, pid_t except, Priority priority) const;
+  bool Fits(const Job& job) const;
+  // Free memory of `uuid` less the room just made for allocations that have
+  // not happened yet (so that a resume does not take it first).
+  uint64_t FreeFor(const GpuMemory& m) const;
+  void TryResume(Job* job);
+  void SaveState();
+  uint64_t ParkedInHost() const;
+
+  DaemonConfig config_;
+  const NodeGpus* gpus_;
+  EventLog* events_;
+  std::mutex decide_mu_;     // one decision at a time, held across agent calls
+  mutable std::mutex mu_;    // jobs_
+  std::map<pid_t, Job> jobs_;
+  Clock::time_point last_refresh_{};
+  struct Reservation {
+    uint64_t bytes = 0;
+    Clock::time_point until{};
+  };
+  std::map<std::string, Reservation> reserved_;  // by device UUID; under decide_mu_
+};
+
+}  // namespace vgpu::vgpud

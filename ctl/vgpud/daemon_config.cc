@@ -1,0 +1,148 @@
+#include "ctl/vgpud/daemon_config.h"
+
+#include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/byte_size.h"
+
+namespace vgpu::vgpud {
+namespace {
+
+Status Bad(const std::string& key, const std::string& why) {
+  return Status::Error(ErrorCode::kInval, "config key '" + key + "': " + why);
+}
+
+bool ParseBool(const std::string& v, bool* out) {
+  if (v == "on" || v == "true" || v == "1" || v == "yes") {
+    *out = true;
+    return true;
+  }
+  if (v == "off" || v == "false" || v == "0" || v == "no") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const std::vector<ConfigKey> keys = {
+      {"run_dir", "--run-dir", "directory of the agents' sockets and vgpud.sock"},
+      {"quantum", "--quantum", "time slice of rotated jobs (e.g. 30s, 500ms)"},
+      {"metrics_listen", "--metrics-listen", "HOST:PORT of /metrics, or off"},
+      {"host_budget", "--host-budget", "host RAM for suspended jobs (e.g. 16GiB); 0: half of RAM"},
+      {"oversubscribe", "--oversubscribe", "time-slice devices whose jobs do not fit (on|off)"},
+      {"grace", "--grace", "a job vgpud suspended resumes by itself after this without vgpud"},
+      {"checkpoint_dir", "--checkpoint-dir", "images of jobs suspended past the host budget"},
+      {"admin_group", "--admin-group", "group whose members may act on any job"},
+      {"state_file", "--state-file", "vgpud's state (default <run_dir>/vgpud.state)"},
+      {"tick", "--tick", "how often vgpud looks at the node (e.g. 200ms)"},
+      {"log_level", "--log-level", "off|error|warn|info|debug"},
+  };
+  return keys;
+}
+
+bool ParseDuration(const std::string& text, int64_t* ms) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0 || i > 12) return false;
+  double v = 0;
+  try {
+    v = std::stod(text.substr(0, i));
+  } catch (...) {
+    return false;
+  }
+  const std::string unit = text.substr(i);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1000;
+  else if (unit == "ms") scale = 1;
+  else if (unit == "m") scale = 60000;
+  else if (unit == "h") scale = 3600000;
+  else return false;
+  *ms = static_cast<int64_t>(v * scale);
+  return true;
+}
+
+Status ApplyConfigValue(const std::string& key, const std::string& value, DaemonConfig* out) {
+  auto duration = [&](int64_t* field) {
+    return ParseDuration(value, field) ? Status::Ok()
+                                       : Bad(key, "'" + value + "' is not a duration (30s, 500ms)");
+  };
+  if (key == "run_dir" || key == "checkpoint_dir" || key == "state_file") {
+    if (value.empty() || value[0] != '/') return Bad(key, "must be an absolute path");
+    (key == "run_dir" ? out->run_dir : key == "checkpoint_dir" ? out->checkpoint_dir
+                                                                : out->state_file) = value;
+    return Status::Ok();
+  }
+  if (key == "quantum") return duration(&out->quantum_ms);
+  if (key == "grace") return duration(&out->grace_ms);
+  if (key == "tick") return duration(&out->tick_ms);
+  if (key == "metrics_listen") {
+    out->metrics_listen = value;
+    return Status::Ok();
+  }
+  if (key == "host_budget") {
+    return ParseByteSize(value, &out->host_budget)
+               ? Status::Ok()
+               : Bad(key, "'" + value + "' is not a size (16GiB, 512MiB)");
+  }
+  if (key == "oversubscribe") {
+    return ParseBool(value, &out->oversubscribe) ? Status::Ok() : Bad(key, "expects on or off");
+  }
+  if (key == "admin_group") {
+    out->admin_group = value;
+    return Status::Ok();
+  }
+  if (key == "log_level") {
+    static const char* kLevels[] = {"off", "error", "warn", "info", "debug"};
+    for (const char* l : kLevels) {
+      if (value == l) {
+        out->log_level = value;
+        return Status::Ok();
+      }
+    }
+    return Bad(key, "expects off, error, warn, info or debug");
+  }
+  return Status::Error(ErrorCode::kInval, "unknown config key '" + key + "'");
+}
+
+Status LoadConfigFile(const std::string& path, DaemonConfig* out) {
+  std::ifstream f(path);
+  if (!f) return Status::Error(ErrorCode::kNoEnt, "cannot read config file " + path);
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Error(ErrorCode::kInval, path + ": not valid JSON");
+  if (!j.is_object()) return Status::Error(ErrorCode::kInval, path + ": expects a JSON object");
+  for (const auto& [key, v] : j.items()) {
+    std::string text;
+    if (v.is_string()) text = v.get<std::string>();
+    else if (v.is_boolean()) text = v.get<bool>() ? "on" : "off";
+    else if (v.is_number_unsigned() || v.is_number_integer()) text = v.dump();  // seconds / bytes
+    else return Status::Error(ErrorCode::kInval, path + ": config key '" + key + "': wrong type");
+    if (Status s = ApplyConfigValue(key, text, out); !s.ok()) {
+      return Status::Error(s.code, path + ": " + s.message);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateConfig(const DaemonConfig& c) {
+  if (c.tick_ms < 10 || c.tick_ms > 10000) return Bad("tick", "must be between 10ms and 10s");
+  if (c.quantum_ms < c.tick_ms) return Bad("quantum", "must be at least the tick");
+  if (c.grace_ms < c.tick_ms) return Bad("grace", "must be at least the tick");
+  if (c.metrics_listen != "off") {
+    size_t colon = c.metrics_listen.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == c.metrics_listen.size()) {
+      return Bad("metrics_listen", "expects HOST:PORT or off");
+    }
+    const std::string port = c.metrics_listen.substr(colon + 1);
+    for (char ch : port) {
+      if (!std::isdigit(static_cast<unsigned char>(ch))) return Bad("metrics_listen", "bad port");
+    }
+    if (port.size() > 5 || std::stoi(port) > 65535) return Bad("metrics_listen", "bad port");
+  }
+  return Status::Ok();
+}
+
+}  // namespace vgpu::vgpud

@@ -1,0 +1,58 @@
+#include "ctl/vgpud/job.h"
+
+namespace vgpu::vgpud {
+
+const char* PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kLow: return "low";
+    case Priority::kHigh: return "high";
+    default: return "normal";
+  }
+}
+
+bool ParsePriority(const std::string& s, Priority* out) {
+  if (s == "low") *out = Priority::kLow;
+  else if (s == "normal") *out = Priority::kNormal;
+  else if (s == "high") *out = Priority::kHigh;
+  else return false;
+  return true;
+}
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kSuspended: return "suspended";
+    case JobState::kCheckpointed: return "checkpointed";
+    case JobState::kWaiting: return "waiting";
+    default: return "running";
+  }
+}
+
+nlohmann::json ToJson(const Job& j) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const JobDevice& d : j.devices) {
+    nlohmann::json dj = {{"uuid", d.uuid}, {"used", d.used}, {"footprint", d.footprint}};
+    if (d.quota != 0) dj["quota"] = d.quota;
+    devices.push_back(dj);
+  }
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [name, value] : j.counters) counters[name] = value;
+  std::string state = JobStateName(j.state);
+  if (j.state == JobState::kRunning && j.waiting_for_memory) state = "waiting for memory";
+  return {{"pid", j.pid},
+          {"uid", j.uid},
+          {"command", j.command},
+          {"group", j.group},
+          {"priority", PriorityName(j.priority)},
+          {"weight", j.weight},
+          {"state", state},
+          {"reason", j.reason},
+          {"on_disk", j.parked_on_disk},
+          {"devices", devices},
+          {"suspensions", j.suspensions},
+          {"preemptions", j.preemptions},
+          {"bytes_moved", j.bytes_moved},
+          {"compute_share", j.compute_share},
+          {"counters", counters}};
+}
+
+}  // namespace vgpu::vgpud

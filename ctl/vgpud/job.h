@@ -1,0 +1,70 @@
+// A job as vgpud knows it: one libvgpu process, its agent's view (info) and
+// vgpud's own bookkeeping (docs/vgpud.md, "Jobs and states").
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vgpu::vgpud {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Priority { kLow = 0, kNormal = 1, kHigh = 2 };
+const char* PriorityName(Priority p);
+bool ParsePriority(const std::string& s, Priority* out);
+
+// What vgpuctl ps shows. kWaiting: suspended by vgpud, waiting for memory or
+// its turn; kSuspended/kCheckpointed: by hand (vgpud leaves those alone).
+enum class JobState { kRunning, kSuspended, kCheckpointed, kWaiting };
+const char* JobStateName(JobState s);
+
+struct JobDevice {
+  std::string uuid;
+  uint64_t used = 0;       // bytes resident now
+  uint64_t footprint = 0;  // bytes it needs when resident (its live allocations)
+  uint64_t quota = 0;      // 0: unlimited
+};
+
+struct Job {
+  pid_t pid = 0;
+  int64_t uid = -1;
+  std::string command;
+  std::string group;
+  Priority priority = Priority::kNormal;
+  int weight = 1;
+  JobState state = JobState::kRunning;
+  std::string reason;       // why it is in its state ("rotated for 1234", ...)
+  bool parked_on_disk = false;  // vgpud checkpointed it (past the host budget)
+  std::vector<JobDevice> devices;
+  Clock::time_point running_since{};  // first seen running, or last resumed
+  Clock::time_point waiting_since{};
+  uint64_t suspensions = 0;
+  uint64_t preemptions = 0;  // suspensions for a higher-priority job
+  uint64_t bytes_moved = 0;  // copied out and back by vgpud's decisions
+  bool waiting_for_memory = false;  // an allocation of it waits in make_room
+  std::vector<std::pair<std::string, uint64_t>> counters;  // libvgpu's
+  int compute_share = 0;  // percent; 0: not limited / unknown
+
+  uint64_t FootprintOn(const std::string& uuid) const {
+    for (const JobDevice& d : devices) {
+      if (d.uuid == uuid) return d.footprint;
+    }
+    return 0;
+  }
+  uint64_t TotalFootprint() const {
+    uint64_t n = 0;
+    for (const JobDevice& d : devices) n += d.footprint;
+    return n;
+  }
+};
+
+nlohmann::json ToJson(const Job& j);
+
+}  // namespace vgpu::vgpud

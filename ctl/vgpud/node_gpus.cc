@@ -1,0 +1,48 @@
+#include "ctl/vgpud/node_gpus.h"
+
+#include "driver/real_driver.h"
+
+namespace vgpu::vgpud {
+
+Status NodeGpus::Init() {
+  if (ready_) return Status::Ok();
+  if (driver::Nvml().handle == nullptr) {
+    return Status::Error(ErrorCode::kNoEnt, "libnvidia-ml.so.1 cannot be loaded");
+  }
+  nvmlReturn_t r = REAL_NVML_CALL(nvmlInit_v2);
+  if (r != NVML_SUCCESS) {
+    return Status::Error(ErrorCode::kIo, "nvmlInit_v2 failed: " + std::to_string(r));
+  }
+  ready_ = true;
+  return Status::Ok();
+}
+
+std::vector<GpuMemory> NodeGpus::Read() const {
+  std::vector<GpuMemory> out;
+  unsigned count = 0;
+  if (!ready_ || REAL_NVML_CALL(nvmlDeviceGetCount_v2, &count) != NVML_SUCCESS) return out;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, i, &d) != NVML_SUCCESS) continue;
+    char uuid[96] = {};
+    nvmlMemory_t m{};
+    if (REAL_NVML_CALL(nvmlDeviceGetUUID, d, uuid, sizeof uuid) != NVML_SUCCESS ||
+        REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, d, &m) != NVML_SUCCESS) {
+      continue;
+    }
+    out.push_back(GpuMemory{uuid, static_cast<int>(i), m.used, m.total});
+  }
+  return out;
+}
+
+bool NodeGpus::Read(const std::string& uuid, GpuMemory* out) const {
+  for (GpuMemory& g : Read()) {
+    if (g.uuid == uuid) {
+      *out = g;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace vgpu::vgpud

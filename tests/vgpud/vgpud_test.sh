@@ -1,0 +1,157 @@
+#!/bin/bash
+# End-to-end tests of vgpud on the simulated node (tests/vgpud/CMakeLists.txt).
+#   vgpud_test.sh timeslice MiB DEVICE   three jobs of MiB each on one DEVICE-sized device
+#                                        (together they do not fit) all finish under vgpud,
+#                                        none sees OUT_OF_MEMORY, each result bit-identical
+#                                        to a solo run; without vgpud the third one fails
+#   vgpud_test.sh preempt                a high-priority job gets memory from a normal one at
+#                                        once; the normal one finishes correctly afterwards
+#   vgpud_test.sh kill N                 vgpud SIGKILLed N times during rotation and restarted:
+#                                        no job lost, all results right
+#   vgpud_test.sh self_resume            a job vgpud parked resumes by itself once vgpud is
+#                                        gone for the grace period
+#   vgpud_test.sh metrics                /metrics passes promtool check metrics; ps and events
+#                                        show vgpud's view
+# Environment (from CMake): VGPUD VGPUCTL LIBVGPU JOB SIM_DIR
+set -u
+mode=$1
+work=$(mktemp -d /tmp/vgpud-test.XXXXXX)
+pids=""
+cleanup() {
+  [ -n "${daemon:-}" ] && kill -9 "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  for p in $pids; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$work" "/dev/shm/vgpu-sim-$VGPU_SIM_NODE"
+}
+trap cleanup EXIT
+export LD_LIBRARY_PATH=$SIM_DIR
+export VGPU_SIM_NODE=vgpud-$mode-$$
+export VGPU_RUN_DIR=$work/run
+export VGPU_VMM=on
+mkdir -p "$VGPU_RUN_DIR"
+chmod 700 "$VGPU_RUN_DIR"
+port=$((20000 + $$ % 20000))
+fail() {
+  echo "FAIL: $*"
+  [ -f "$work/vgpud.log" ] && tail -40 "$work/vgpud.log"
+  exit 1
+}
+
+start_daemon() {  # extra flags
+  "$VGPUD" --run-dir "$VGPU_RUN_DIR" --tick 100ms --metrics-listen "127.0.0.1:$port" "$@" \
+    >>"$work/vgpud.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 1 200); do [ -S "$VGPU_RUN_DIR/vgpud.sock" ] && return 0; sleep 0.02; done
+  fail "vgpud did not start"
+}
+job() {  # NAME MiB STEPS STEP_MS [env...]: starts a job in the background
+  local name=$1 mib=$2 steps=$3 ms=$4
+  shift 4
+  env "$@" LD_PRELOAD="$LIBVGPU" "$JOB" "$mib" "$steps" "$ms" >"$work/$name.out" 2>&1 &
+  pids="$pids $!"
+  eval "pid_$name=$!"
+}
+wait_line() {  # FILE TEXT
+  for _ in $(seq 1 1500); do grep -q "$2" "$1" && return 0; sleep 0.02; done
+  cat "$1"
+  fail "no '$2' in $1"
+}
+finish() {  # NAME: waits for the job, checks it finished right
+  local p
+  eval "p=\$pid_$1"
+  wait "$p"
+  local rc=$?
+  [ $rc = 0 ] || { cat "$work/$1.out"; fail "job $1 exited $rc"; }
+  grep -q "errors=0" "$work/$1.out" || fail "job $1: $(cat "$work/$1.out")"
+}
+sum_of() { sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$work/$1.out"; }
+
+case $mode in
+timeslice)
+  mib=$2
+  export VGPU_SIM_DEVICES=1x$3
+  # Solo run: the reference result.
+  job solo "$mib" 6 300
+  finish solo
+  # Without vgpud the third job does not fit (today's behaviour).
+  job a "$mib" 1000 50
+  job b "$mib" 1000 50
+  wait_line "$work/a.out" allocated
+  wait_line "$work/b.out" allocated
+  job c "$mib" 6 300
+  wait "$pid_c"
+  [ $? = 3 ] || fail "without vgpud the third job should see OUT_OF_MEMORY: $(cat "$work/c.out")"
+  kill -9 "$pid_a" "$pid_b"
+  wait 2>/dev/null
+  pids=""
+  start_daemon --quantum 1s
+  for n in a b c; do job $n "$mib" 6 300; done
+  for n in a b c; do finish $n; done
+  for n in a b c; do [ "$(sum_of $n)" = "$(sum_of solo)" ] || fail "job $n: checksum differs from solo"; done
+  "$VGPUCTL" events >"$work/events.out" || fail "vgpuctl events"
+  grep -q "suspend" "$work/events.out" || fail "no suspension in events: $(cat "$work/events.out")"
+  cat "$work/events.out"
+  ;;
+preempt)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 60s
+  job low 160 20 200 VGPU_PRIORITY=normal
+  wait_line "$work/low.out" allocated
+  start=$(date +%s%N)
+  job high 160 2 100 VGPU_PRIORITY=high
+  wait_line "$work/high.out" allocated
+  waited_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  finish high
+  finish low
+  grep -q "preempted by" "$work/vgpud.log" || fail "no preemption logged"
+  echo "high-priority job allocated after ${waited_ms} ms"
+  ;;
+kill)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 300ms --grace 30s
+  for n in a b c; do job $n 100 12 150; done
+  for i in $(seq 1 "$2"); do
+    sleep 0.$((RANDOM % 9 + 1))
+    kill -9 "$daemon"
+    wait "$daemon" 2>/dev/null
+    start_daemon --quantum 300ms --grace 30s
+  done
+  for n in a b c; do finish $n; done
+  ;;
+self_resume)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 300ms --grace 1s
+  job a 160 40 100 VGPU_LOG_FILE=stderr
+  wait_line "$work/a.out" allocated
+  job b 160 20 100 VGPU_LOG_FILE=stderr
+  wait_line "$work/b.out" allocated  # a was parked for b
+  kill -9 "$daemon"
+  wait "$daemon" 2>/dev/null
+  daemon=""
+  # b finishes and frees its memory: a fits again and, vgpud gone, resumes by itself.
+  finish b
+  finish a
+  grep -q "resumed by itself" "$work/a.out" || fail "a did not resume by itself: $(cat "$work/a.out")"
+  ;;
+metrics)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 60s
+  job a 64 1000 50
+  wait_line "$work/a.out" allocated
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics.txt" && grep -q "pid=\"$pid_a\"" "$work/metrics.txt" && break
+    sleep 0.05
+  done
+  grep -q "vgpu_job_memory_used_bytes{pid=\"$pid_a\"" "$work/metrics.txt" || fail "job not in metrics: $(head -30 "$work/metrics.txt")"
+  grep -q "vgpu_device_memory_total_bytes" "$work/metrics.txt" || fail "no device metrics"
+  if command -v promtool >/dev/null; then
+    promtool check metrics <"$work/metrics.txt" || fail "promtool check metrics"
+  else
+    echo "promtool not installed: format not checked"
+  fi
+  "$VGPUCTL" ps >"$work/ps.out" || fail "vgpuctl ps"
+  grep -q "$pid_a" "$work/ps.out" || fail "ps: $(cat "$work/ps.out")"
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
+[ -f "$work/vgpud.log" ] && [ -n "${VERBOSE:-}" ] && cat "$work/vgpud.log" "$work"/*.out
+echo PASS
