@@ -24,6 +24,8 @@
   X(cuDevicePrimaryCtxSetFlags_v2)                                               \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
   X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                \
+  /* the CUDA 3.x context stack: old binaries, old-version cuGetProcAddress */   \
+  X(cuCtxDestroy) X(cuCtxPushCurrent) X(cuCtxPopCurrent)                         \
   X(cuCtxGetDevice) X(cuCtxGetDevice_v2) X(cuMemGetDefaultMemPool) X(cuMemGetMemPool) \
   X(cuMemSetMemPool)                                                            \
   /* memory: every path that takes device memory counts against the quota */     \

@@ -3,10 +3,10 @@
 // cuCtxGetDevice) on every launch: it asks once after each change.
 //
 // Exact because every hook that can change the calling thread's current
-// context (cuCtxSetCurrent, cuCtxPushCurrent_v2, cuCtxPopCurrent_v2,
-// cuCtxCreate_v2/v3/v4, cuCtxDestroy_v2) forgets it after the real call, and
+// context (cuCtxSetCurrent, cuCtxPushCurrent[_v2], cuCtxPopCurrent[_v2],
+// cuCtxCreate_v2/v3/v4, cuCtxDestroy[_v2]) forgets it after the real call, and
 // every hook that can destroy a context current to *another* thread
-// (cuCtxDestroy_v2, cuDevicePrimaryCtxRelease_v2/Reset_v2) and the fork child
+// (cuCtxDestroy[_v2], cuDevicePrimaryCtxRelease_v2/Reset_v2) and the fork child
 // handler bump a process-wide epoch: a handle of a destroyed context may be
 // reused for a new one on another device. A thread that never called a
 // context function starts unknown and asks at its first launch.

@@ -103,6 +103,9 @@ enum : unsigned {
   P(cuCtxSetCurrent, kUngated, "the calling thread's current context only")                     \
   P(cuCtxPushCurrent_v2, kUngated, "the calling thread's current context only")                 \
   P(cuCtxPopCurrent_v2, kUngated, "the calling thread's current context only")                  \
+  P(cuCtxDestroy, kGate | kQuota | kVmm, "")                                                    \
+  P(cuCtxPushCurrent, kUngated, "the calling thread's current context only")                    \
+  P(cuCtxPopCurrent, kUngated, "the calling thread's current context only")                     \
   P(cuCtxGetDevice, kDeviceMap, "query")                                                        \
   P(cuCtxGetDevice_v2, kDeviceMap, "query")                                                     \
   P(cuPointerGetAttribute, kGate | kVmm, "")                                                    \

@@ -331,35 +331,72 @@ VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* p
   });
 }
 
-VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
+// The context-stack calls exist twice: the _v2 entry points and the CUDA 3.x
+// ones (cuCtxDestroy, cuCtxPushCurrent, cuCtxPopCurrent) that old binaries and
+// old-version cuGetProcAddress lookups reach. Each pair shares one body and
+// calls its own real entry point, so the launch path's cache
+// (intercept/current_context.h) and the context's charges stay right whichever
+// a client uses.
+namespace {
+
+using RealCtxFn = CUresult(CUDAAPI*)(CUcontext);
+using RealPopFn = CUresult(CUDAAPI*)(CUcontext*);
+
+CUresult DestroyContext(RealCtxFn real, CUcontext ctx) {
   return vgpu::WhenReady([&]() -> CUresult {
     vgpu::residency::GateGuard gate;
-    CUresult r = REAL_CALL(cuCtxDestroy_v2, ctx);
+    CUresult r = real != nullptr ? real(ctx) : CUDA_ERROR_NOT_SUPPORTED;
     vgpu::ForgetAllCurrentContexts();  // popped here; a dead handle elsewhere
     if (r == CUDA_SUCCESS) vgpu::ReleaseContextCharges(ctx);
     return r;
   });
 }
 
-// The calling thread's current context changes: the launch path's cache
-// (intercept/current_context.h) is forgotten after the real call, whatever
-// its result (a failed pop may still have changed nothing, or something).
-VGPU_HOOK(cuCtxSetCurrent) CUresult CUDAAPI vgpu_hook_cuCtxSetCurrent(CUcontext ctx) {
-  CUresult r = REAL_CALL(cuCtxSetCurrent, ctx);
+// The calling thread's current context changes: the cache is forgotten after
+// the real call, whatever its result (a failed pop may still have changed
+// nothing, or something).
+CUresult ChangeCurrent(RealCtxFn real, CUcontext ctx) {
+  CUresult r = real != nullptr ? real(ctx) : CUDA_ERROR_NOT_SUPPORTED;
   vgpu::ForgetCurrentContext();
   return r;
+}
+
+CUresult PopContext(RealPopFn real, CUcontext* pctx) {
+  CUresult r = real != nullptr ? real(pctx) : CUDA_ERROR_NOT_SUPPORTED;
+  vgpu::ForgetCurrentContext();
+  return r;
+}
+
+}  // namespace
+
+// REAL(sym) pastes the name, so cuda.h's #define cuCtxDestroy cuCtxDestroy_v2
+// does not turn the 3.x hooks into calls of the _v2 entry points.
+VGPU_HOOK(cuCtxDestroy_v2) CUresult CUDAAPI vgpu_hook_cuCtxDestroy_v2(CUcontext ctx) {
+  return DestroyContext(REAL(cuCtxDestroy_v2), ctx);
+}
+
+VGPU_HOOK(cuCtxDestroy) CUresult CUDAAPI vgpu_hook_cuCtxDestroy(CUcontext ctx) {
+  return DestroyContext(REAL(cuCtxDestroy), ctx);
+}
+
+VGPU_HOOK(cuCtxSetCurrent) CUresult CUDAAPI vgpu_hook_cuCtxSetCurrent(CUcontext ctx) {
+  return ChangeCurrent(REAL(cuCtxSetCurrent), ctx);
 }
 
 VGPU_HOOK(cuCtxPushCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPushCurrent_v2(CUcontext ctx) {
-  CUresult r = REAL_CALL(cuCtxPushCurrent_v2, ctx);
-  vgpu::ForgetCurrentContext();
-  return r;
+  return ChangeCurrent(REAL(cuCtxPushCurrent_v2), ctx);
+}
+
+VGPU_HOOK(cuCtxPushCurrent) CUresult CUDAAPI vgpu_hook_cuCtxPushCurrent(CUcontext ctx) {
+  return ChangeCurrent(REAL(cuCtxPushCurrent), ctx);
 }
 
 VGPU_HOOK(cuCtxPopCurrent_v2) CUresult CUDAAPI vgpu_hook_cuCtxPopCurrent_v2(CUcontext* pctx) {
-  CUresult r = REAL_CALL(cuCtxPopCurrent_v2, pctx);
-  vgpu::ForgetCurrentContext();
-  return r;
+  return PopContext(REAL(cuCtxPopCurrent_v2), pctx);
+}
+
+VGPU_HOOK(cuCtxPopCurrent) CUresult CUDAAPI vgpu_hook_cuCtxPopCurrent(CUcontext* pctx) {
+  return PopContext(REAL(cuCtxPopCurrent), pctx);
 }
 
 VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* device) {

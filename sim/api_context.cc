@@ -16,6 +16,31 @@ CUresult CreateContext(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// The bodies of the context-stack calls, shared by the _v2 entry points and
+// the CUDA 3.x ones (below) that old binaries and old-version
+// cuGetProcAddress lookups reach.
+CUresult DestroyContext(CUcontext ctx) {
+  if (!IsValidContext(ctx) || AsContext(ctx)->primary) return CUDA_ERROR_INVALID_CONTEXT;
+  Context* c = AsContext(ctx);
+  if (CurrentContextOrNull() == c) PopCurrent();
+  c->active.store(false);
+  TeardownContext(c);
+  return CUDA_SUCCESS;
+}
+
+CUresult PushContext(CUcontext ctx) {
+  if (!IsValidContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  PushCurrent(AsContext(ctx));
+  return CUDA_SUCCESS;
+}
+
+CUresult PopContext(CUcontext* pctx) {
+  Context* c = PopCurrent();
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx != nullptr) *pctx = AsHandle(c);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 SIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
@@ -91,27 +116,17 @@ SIM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* p
 
 SIM_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   SIM_ENTER("cuCtxDestroy_v2");
-  if (!IsValidContext(ctx) || AsContext(ctx)->primary) return CUDA_ERROR_INVALID_CONTEXT;
-  Context* c = AsContext(ctx);
-  if (CurrentContextOrNull() == c) PopCurrent();
-  c->active.store(false);
-  TeardownContext(c);
-  return CUDA_SUCCESS;
+  return DestroyContext(ctx);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   SIM_ENTER("cuCtxPushCurrent_v2");
-  if (!IsValidContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  PushCurrent(AsContext(ctx));
-  return CUDA_SUCCESS;
+  return PushContext(ctx);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   SIM_ENTER("cuCtxPopCurrent_v2");
-  Context* c = PopCurrent();
-  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (pctx != nullptr) *pctx = AsHandle(c);
-  return CUDA_SUCCESS;
+  return PopContext(pctx);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
@@ -215,4 +230,29 @@ SIM_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* config) {
 SIM_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
   SIM_ENTER("cuCtxSetCacheConfig");
   return CUDA_SUCCESS;
+}
+
+// The CUDA 3.x context-stack ABI (cuda.h maps these names to the _v2 ones that
+// 4.0 added, and declares the originals only for the driver's own build). The
+// stack semantics are the same in the simulated driver.
+#undef cuCtxDestroy
+#undef cuCtxPushCurrent
+#undef cuCtxPopCurrent
+extern "C" CUresult CUDAAPI cuCtxDestroy(CUcontext ctx);
+extern "C" CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx);
+extern "C" CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx);
+
+SIM_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  SIM_ENTER("cuCtxDestroy");
+  return DestroyContext(ctx);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  SIM_ENTER("cuCtxPushCurrent");
+  return PushContext(ctx);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
+  SIM_ENTER("cuCtxPopCurrent");
+  return PopContext(pctx);
 }

@@ -1,5 +1,5 @@
 // vgpu configuration (libvgpu, vgpuctl, and next vgpud and the container
-// hook): every option is declared once, in kOptions (config.cc),
+// hook): every option is declared once, in kOptions (options.cc),
 // with its environment variable, HAMi-core aliases, JSON key, default and
 // documentation; docs/configuration.md is checked against that table by a test.
 //

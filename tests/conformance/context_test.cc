@@ -1,4 +1,6 @@
 // Primary contexts, created contexts and the per-thread context stack.
+#include <dlfcn.h>
+
 #include <thread>
 
 #include "test_util.h"
@@ -164,6 +166,38 @@ TEST_F(ContextStackTest, CreatePushPopDestroy) {
   ASSERT_CU_OK(cuCtxGetCurrent(&cur));
   EXPECT_EQ(cur, nullptr);
   EXPECT_NE(CUDA_SUCCESS, cuCtxPushCurrent(a)) << "destroyed context accepted";
+}
+
+// The CUDA 3.x entry points (cuCtxPushCurrent, cuCtxPopCurrent, cuCtxDestroy
+// without _v2), which old binaries and old-version cuGetProcAddress lookups
+// reach, work on the same per-thread stack as the _v2 ones.
+TEST_F(ContextStackTest, LegacyEntryPointsShareTheStack) {
+  using CtxFn = CUresult (*)(CUcontext);
+  using PopFn = CUresult (*)(CUcontext*);
+  auto push = reinterpret_cast<CtxFn>(dlsym(RTLD_DEFAULT, "cuCtxPushCurrent"));
+  auto pop = reinterpret_cast<PopFn>(dlsym(RTLD_DEFAULT, "cuCtxPopCurrent"));
+  auto destroy = reinterpret_cast<CtxFn>(dlsym(RTLD_DEFAULT, "cuCtxDestroy"));
+  ASSERT_NE(push, nullptr);
+  ASSERT_NE(pop, nullptr);
+  ASSERT_NE(destroy, nullptr);
+  CUcontext a = nullptr, b = nullptr, cur = nullptr, popped = nullptr;
+  ASSERT_CU_OK(cuCtxCreate(&a, nullptr, 0, dev_));
+  ASSERT_CU_OK(cuCtxCreate(&b, nullptr, 0, dev_));
+  ASSERT_CU_OK(pop(&popped));
+  EXPECT_EQ(popped, b);
+  ASSERT_CU_OK(cuCtxGetCurrent(&cur));
+  EXPECT_EQ(cur, a);
+  ASSERT_CU_OK(push(b));
+  ASSERT_CU_OK(cuCtxGetCurrent(&cur));
+  EXPECT_EQ(cur, b);
+  ASSERT_CU_OK(destroy(b));  // current: popped
+  ASSERT_CU_OK(cuCtxGetCurrent(&cur));
+  EXPECT_EQ(cur, a);
+  EXPECT_NE(CUDA_SUCCESS, push(b)) << "destroyed context accepted";
+  ASSERT_CU_OK(destroy(a));
+  ASSERT_CU_OK(cuCtxGetCurrent(&cur));
+  EXPECT_EQ(cur, nullptr);
+  EXPECT_NE(CUDA_SUCCESS, pop(&popped)) << "popped an empty stack";
 }
 
 TEST_F(ContextStackTest, CreatedContextsAreIsolated) {

@@ -110,5 +110,47 @@ TEST_P(ContextShareTest, LaunchesChargeTheCurrentContextsDevice) {
   EXPECT_TRUE(c.out().Has("done")) << c.stdout_text() << c.StderrText();
 }
 
+// The same through the CUDA 3.x entry points (cuCtxPushCurrent,
+// cuCtxPopCurrent, cuCtxDestroy without _v2), which old binaries link and
+// cuGetProcAddress returns for an old version: libvgpu hooks them too, so its
+// per-thread view of the current context follows them. Each call comes right
+// after a launch that cached the previous context.
+TEST_P(ContextShareTest, LegacyContextCallsMoveTheLaunchesToo) {
+  constexpr int kLaunches = 10;
+  constexpr uint64_t kKernelUs = 2000;
+  const uint64_t step_ns = kLaunches * kKernelUs * 1000;
+  const std::string launch = "launch:" + std::to_string(kLaunches) + ":" + std::to_string(kKernelUs);
+  region_name_ = "/vgpu-sched-" + id_;
+  Proc c;
+  ASSERT_TRUE(c.Start(Argv(GetParam(), {"init", "ctxnew:1", "ctx:0", launch, "wait",  // device 0
+                                        "push1", launch, "wait",                      // device 1
+                                        "pop1", launch, "wait",                       // device 0
+                                        "push1", launch, "wait",                      // device 1
+                                        "ctxdestroy1", launch, "wait"}),              // device 0
+                      Env(true, {GroupVar(), "VGPU_SIM_DEVICES=2x1GiB", "VGPU_COMPUTE_WEIGHT=1",
+                                 "VGPU_SCHED_REGION=" + region_name_})));
+  const struct {
+    int dev;
+    const char* step;
+  } kSteps[] = {{0, "cuCtxSetCurrent"},
+                {1, "cuCtxPushCurrent"},
+                {0, "cuCtxPopCurrent"},
+                {1, "cuCtxPushCurrent again"},
+                {0, "cuCtxDestroy of the current context"}};
+  for (const auto& s : kSteps) {
+    std::string rc;
+    ASSERT_TRUE(c.WaitKey("launch", &rc, 20000)) << s.step << "\n" << c.StderrText();
+    ASSERT_EQ(rc, "0") << s.step << "\n" << c.stdout_text() << c.StderrText();
+    ASSERT_TRUE(c.WaitKey("waiting", nullptr, 20000)) << s.step;
+    ExpectChargedTo(s.dev, step_ns, s.step);
+    c.Send("go");
+  }
+  c.Finish(20000);
+  EXPECT_TRUE(c.out().Has("done")) << c.stdout_text() << c.StderrText();
+  for (const char* key : {"push1", "pop1", "ctxdestroy1"}) {
+    EXPECT_EQ(c.out().Get(key), "0") << key << "\n" << c.stdout_text();
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::itest

@@ -23,6 +23,8 @@
 //   ctx[:V]              retain the primary context of device V, make it current
 //   ctxnew[:V]           cuCtxCreate_v4 on device V, current (ctxdestroy pops)
 //   ctxdestroy           cuCtxDestroy_v2 of the last ctxnew
+//   push1 / pop1 / ctxdestroy1  push (the last ctxnew), pop, destroy (the last
+//                        ctxnew) through the CUDA 3.x entry points without _v2
 //   reset[:V]            release our primary-ctx reference and cuDevicePrimaryCtxReset_v2
 //   alloc:SIZE           cuMemAlloc_v2      | free      cuMemFree_v2 (pops; prints freed=)
 //   pitch:W:H            cuMemAllocPitch_v2 (pitch= printed)
@@ -122,6 +124,13 @@ namespace {
   X(cuArrayDestroy, "cuArrayDestroy", 0) X(cuMemGetInfo_v2, "cuMemGetInfo", 0)         \
   X(cuPointerGetAttribute, "cuPointerGetAttribute", 0)
 
+// The CUDA 3.x context stack (before 4.0 added the _v2 entry points), as old
+// binaries reach it: by symbol, or through cuGetProcAddress with version 3020.
+#define CLIENT_LEGACY_FUNCS(X)                                                          \
+  X(cuCtxPushCurrent, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent, "cuCtxPopCurrent", 0)  \
+  X(cuCtxDestroy, "cuCtxDestroy", 0)
+constexpr int kLegacyVersion = 3020;
+
 // Optional: the simulated driver may lack them.
 #define CLIENT_OPTIONAL_FUNCS(X)                                                        \
   X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 0)                               \
@@ -130,6 +139,7 @@ namespace {
 struct Api {
 #define FIELD(sym, base, ptsz) decltype(&::sym) sym = nullptr;
   CLIENT_FUNCS(FIELD)
+  CLIENT_LEGACY_FUNCS(FIELD)
   CLIENT_OPTIONAL_FUNCS(FIELD)
 #undef FIELD
 };
@@ -164,6 +174,7 @@ void Out(const char* fmt, ...) {
 void LoadApi(const std::string&, int) {
 #define LINKED(sym, base, ptsz) api.sym = &::sym;
   CLIENT_FUNCS(LINKED)
+  CLIENT_LEGACY_FUNCS(LINKED)
 #undef LINKED
   api.cuMipmappedArrayCreate = &::cuMipmappedArrayCreate;  // null if nobody defines it
   api.cuMipmappedArrayDestroy = &::cuMipmappedArrayDestroy;
@@ -177,6 +188,7 @@ void LoadApi(const std::string& path, int version) {
   api.sym = reinterpret_cast<decltype(api.sym)>(dlsym(h, #sym));         \
   if (api.sym == nullptr) Die("dlsym " #sym);
     CLIENT_FUNCS(BYDLSYM)
+    CLIENT_LEGACY_FUNCS(BYDLSYM)
 #undef BYDLSYM
     api.cuMipmappedArrayCreate =
         reinterpret_cast<decltype(api.cuMipmappedArrayCreate)>(dlsym(h, "cuMipmappedArrayCreate"));
@@ -187,7 +199,7 @@ void LoadApi(const std::string& path, int version) {
   if (path != "procaddr") Die("unknown --path");
   auto gpa = reinterpret_cast<decltype(&::cuGetProcAddress_v2)>(dlsym(h, "cuGetProcAddress_v2"));
   if (gpa == nullptr) Die("dlsym cuGetProcAddress_v2");
-  auto get = [&](const char* base, bool ptsz, bool required) -> void* {
+  auto get = [&](const char* base, bool ptsz, bool required, bool legacy = false) -> void* {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     cuuint64_t flags = ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
@@ -198,6 +210,7 @@ void LoadApi(const std::string& path, int version) {
     if (std::strcmp(base, "cuCtxCreate") == 0 && v < 12050) v = 12050;
     if (std::strcmp(base, "cuCtxGetDevice") == 0 && v >= 13000) v = 12090;
     if (std::strcmp(base, "cuCtxSynchronize") == 0 && v >= 13000) v = 12090;  // _v2 takes a context
+    if (legacy) v = kLegacyVersion;
     CUresult r = gpa(base, &fn, v, flags, &st);
     if ((r != CUDA_SUCCESS || fn == nullptr) && required) {
       Out("procaddr_fail=%s rc=%d status=%d", base, static_cast<int>(r), static_cast<int>(st));
@@ -208,6 +221,10 @@ void LoadApi(const std::string& path, int version) {
 #define BYGPA(sym, base, ptsz) api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, true));
   CLIENT_FUNCS(BYGPA)
 #undef BYGPA
+#define BYGPA_LEGACY(sym, base, ptsz) \
+  api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, true, true));
+  CLIENT_LEGACY_FUNCS(BYGPA_LEGACY)
+#undef BYGPA_LEGACY
 #define BYGPA_OPT(sym, base, ptsz) api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, false));
   CLIENT_OPTIONAL_FUNCS(BYGPA_OPT)
 #undef BYGPA_OPT
@@ -581,6 +598,17 @@ void RunOp(State& s, const std::string& op) {
   } else if (name == "pop") {
     CUcontext c = nullptr;
     Out("pop=%d", Rc(api.cuCtxPopCurrent_v2(&c)));
+  } else if (name == "push1") {  // push and pop through the CUDA 3.x entry points
+    if (s.ctxs.empty()) Die("push1: no context");
+    Out("push1=%d", Rc(api.cuCtxPushCurrent(s.ctxs.back())));
+  } else if (name == "pop1") {
+    CUcontext c = nullptr;
+    Out("pop1=%d", Rc(api.cuCtxPopCurrent(&c)));
+  } else if (name == "ctxdestroy1") {
+    if (s.ctxs.empty()) Die("ctxdestroy1: no context");
+    Out("ctxdestroy1=%d", Rc(api.cuCtxDestroy(s.ctxs.back())));
+    s.ctxs.pop_back();
+    s.ptrs.clear();
   } else if (name == "launch") {  // launch:N:us — N sleep kernels in the current context, then sync
     CUmodule m = nullptr;
     CUfunction f = nullptr;

@@ -1,0 +1,18 @@
+// The JSON file named by VGPU_CONFIG (a container hook writes it): one object
+// whose keys are the options' json_key (option_table.h). Internal to
+// vgpu_config; callers use config.h.
+#pragma once
+
+#include <string>
+
+#include "common/config/option_table.h"
+
+namespace vgpu::config_internal {
+
+// Reads the regular file `path` (at most 1 MiB) and applies each of its keys
+// through the option table. False with a one-line message naming the file and
+// the key on a missing or unreadable file, invalid JSON, a key given twice, an
+// unknown key, a value of the wrong type or a malformed value.
+bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error);
+
+}  // namespace vgpu::config_internal
