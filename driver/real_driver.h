@@ -66,10 +66,15 @@ bool DefinedIn(const void* symbol, const char* soname_prefix);
 #define REAL_NVML(sym) (::vgpu::driver::Nvml().sym##_)
 // A call into the real driver; an entry point this driver lacks answers like
 // the driver's own stub for it would, instead of a null call.
-#define REAL_CALL(sym, ...) \
-  (REAL(sym) != nullptr ? REAL(sym)(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
-#define REAL_NVML_CALL(sym, ...) \
-  (REAL_NVML(sym) != nullptr ? REAL_NVML(sym)(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)
+// The name is pasted here, not passed on to REAL(): an argument passed on is
+// macro-expanded first, and cuda.h #defines many legacy names to their _v2
+// (REAL_CALL(cuDeviceGetUuid, ...) called the real cuDeviceGetUuid_v2).
+#define REAL_CALL(sym, ...)                                                             \
+  (::vgpu::driver::Cuda().sym##_ != nullptr ? ::vgpu::driver::Cuda().sym##_(__VA_ARGS__) \
+                                            : CUDA_ERROR_NOT_SUPPORTED)
+#define REAL_NVML_CALL(sym, ...)                                                        \
+  (::vgpu::driver::Nvml().sym##_ != nullptr ? ::vgpu::driver::Nvml().sym##_(__VA_ARGS__) \
+                                            : NVML_ERROR_FUNCTION_NOT_FOUND)
 // The same call through a table a module was given (vmm::Manager, tests).
 #define TABLE_CALL(table, sym, ...) \
   ((table).sym##_ != nullptr ? (table).sym##_(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
