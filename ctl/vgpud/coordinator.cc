@@ -1,6 +1,7 @@
 #include "ctl/vgpud/coordinator.h"
 
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,7 +51,8 @@ void Merge(const nlohmann::json& info, Job* job) {
     job->state = JobState::kRunning;
   } else if (ours) {
     job->state = JobState::kWaiting;
-    job->parked_on_disk = r.state == "checkpointed";
+    // A job checkpointed and released may report "suspended": vgpud's own record counts.
+    job->parked_on_disk = job->parked_on_disk || r.state == "checkpointed";
   } else {
     job->state = r.state == "checkpointed" ? JobState::kCheckpointed : JobState::kSuspended;
   }
@@ -121,6 +123,7 @@ void Coordinator::Refresh() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [pid, job] : jobs_) {
     if (fresh.count(pid) == 0) {
+      if (job.parked_on_disk && !job.image_path.empty()) unlink(job.image_path.c_str());
       events_->Add({0, "exit", pid, 0, "", job.TotalFootprint(), 0,
                     std::string("job gone while ") + JobStateName(job.state)});
     }
@@ -146,6 +149,7 @@ void Coordinator::Reconcile(const DaemonState& previous) {
     if (it == jobs_.end() || !ProcessAlive(p.pid, p.start_time)) continue;
     if (it->second.state == JobState::kWaiting) {
       it->second.waiting_since = now - std::chrono::milliseconds(previous.parked.size() - i);
+      if (it->second.parked_on_disk) it->second.image_path = p.image_path;
     }
   }
   size_t waiting = 0;
@@ -220,6 +224,7 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   std::lock_guard<std::mutex> lock(mu_);
   victim->state = JobState::kWaiting;
   victim->parked_on_disk = to_disk;
+  victim->image_path = to_disk ? resp.result.value("path", std::string()) : std::string();
   victim->waiting_since = Clock::now();
   victim->suspensions++;
   victim->preemptions += preempt;
@@ -239,17 +244,22 @@ Status Coordinator::Unpark(Job* job, const std::string& why) {
   o.timeout_ms = kResidencyTimeoutMs;
   ctl::Response resp;
   const std::string cmd = job->parked_on_disk ? "restore" : "resume";
+  nlohmann::json args = nlohmann::json::object();
+  if (job->parked_on_disk && !job->image_path.empty()) args["from"] = job->image_path;
   const auto t0 = Clock::now();
-  Status s = ctl::Call(pid, MakeRequest(cmd, nlohmann::json::object()), {}, &resp, o);
+  Status s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
   if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
   if (!s.ok()) {
     events_->Add({0, "refuse", pid, 0, "", 0, Since(t0), cmd + " failed: " + s.message});
     return s;
   }
   const uint64_t bytes = resp.result.value("bytes", uint64_t{0});
+  // The image was vgpud's, and the memory is back: it is not a checkpoint anyone asked for.
+  if (job->parked_on_disk && !job->image_path.empty()) unlink(job->image_path.c_str());
   std::lock_guard<std::mutex> lock(mu_);
   job->state = JobState::kRunning;
   job->parked_on_disk = false;
+  job->image_path.clear();
   job->running_since = Clock::now();
   job->bytes_moved += bytes;
   job->reason = why;
@@ -415,7 +425,8 @@ void Coordinator::SaveState() {
     const auto now = Clock::now();
     for (const Job* j : parked) {
       const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - j->waiting_since);
-      s.parked.push_back({j->pid, ProcessStartTime(j->pid), UnixMs() - ago.count(), j->parked_on_disk});
+      s.parked.push_back({j->pid, ProcessStartTime(j->pid), UnixMs() - ago.count(),
+                          j->parked_on_disk, j->image_path});
     }
   }
   s.events = events_->Recent(100);

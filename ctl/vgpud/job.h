@@ -42,6 +42,7 @@ struct Job {
   JobState state = JobState::kRunning;
   std::string reason;       // why it is in its state ("rotated for 1234", ...)
   bool parked_on_disk = false;  // vgpud checkpointed it (past the host budget)
+  std::string image_path;       // that checkpoint's image, removed once restored
   std::vector<JobDevice> devices;
   Clock::time_point running_since{};  // first seen running, or last resumed
   Clock::time_point waiting_since{};

@@ -39,7 +39,8 @@ Status WriteState(const std::string& path, const DaemonState& s) {
     parked.push_back({{"pid", p.pid},
                       {"start_time", p.start_time},
                       {"waiting_since_ms", p.waiting_since_unix_ms},
-                      {"on_disk", p.on_disk}});
+                      {"on_disk", p.on_disk},
+                      {"image", p.image_path}});
   }
   nlohmann::json events = nlohmann::json::array();
   for (const Event& e : s.events) events.push_back(ToJson(e));
@@ -74,6 +75,7 @@ Status ReadState(const std::string& path, DaemonState* out) {
       pj.start_time = p.at("start_time").get<uint64_t>();
       pj.waiting_since_unix_ms = p.value("waiting_since_ms", int64_t{0});
       pj.on_disk = p.value("on_disk", false);
+      pj.image_path = p.value("image", std::string());
       out->parked.push_back(pj);
     }
     for (const auto& e : j.at("events")) {

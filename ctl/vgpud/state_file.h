@@ -22,6 +22,7 @@ struct ParkedJob {
   uint64_t start_time = 0;  // /proc/<pid>/stat field 22: tells a reused pid apart
   int64_t waiting_since_unix_ms = 0;
   bool on_disk = false;
+  std::string image_path;  // when on_disk
 };
 
 struct DaemonState {

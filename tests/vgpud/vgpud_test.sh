@@ -1,6 +1,7 @@
 #!/bin/bash
 # End-to-end tests of vgpud on the simulated node (tests/vgpud/CMakeLists.txt).
-#   vgpud_test.sh timeslice MiB DEVICE   three jobs of MiB each on one DEVICE-sized device
+#   vgpud_test.sh timeslice MiB DEVICE [vgpud flags]
+#                                        three jobs of MiB each on one DEVICE-sized device
 #                                        (together they do not fit) all finish under vgpud,
 #                                        none sees OUT_OF_MEMORY, each result bit-identical
 #                                        to a solo run; without vgpud the third one fails
@@ -83,12 +84,16 @@ timeslice)
   kill -9 "$pid_a" "$pid_b"
   wait 2>/dev/null
   pids=""
-  start_daemon --quantum 1s
+  shift 3
+  start_daemon --quantum 1s "$@"
   for n in a b c; do job $n "$mib" 6 300; done
   for n in a b c; do finish $n; done
   for n in a b c; do [ "$(sum_of $n)" = "$(sum_of solo)" ] || fail "job $n: checksum differs from solo"; done
   "$VGPUCTL" events >"$work/events.out" || fail "vgpuctl events"
-  grep -q "suspend" "$work/events.out" || fail "no suspension in events: $(cat "$work/events.out")"
+  grep -q "suspend\|checkpoint" "$work/events.out" || fail "no suspension in events: $(cat "$work/events.out")"
+  case " $* " in
+  *" --host-budget "*) grep -q "restore" "$work/events.out" || fail "past the host budget, no job went to disk and back" ;;
+  esac
   cat "$work/events.out"
   ;;
 preempt)
@@ -131,6 +136,39 @@ self_resume)
   finish b
   finish a
   grep -q "resumed by itself" "$work/a.out" || fail "a did not resume by itself: $(cat "$work/a.out")"
+  ;;
+killed_parked)
+  # A job killed while vgpud has it parked: vgpud forgets it, its group's
+  # quota charge is gone, and the other job goes on.
+  export VGPU_SIM_DEVICES=1x256MiB VGPU_GROUP=vgpud-test-$$ VGPU_DEVICE_MEMORY_LIMIT=1GiB
+  start_daemon --quantum 300ms
+  job a 160 200 100
+  wait_line "$work/a.out" allocated
+  job b 160 10 100
+  wait_line "$work/b.out" allocated  # one of them is parked now
+  for _ in $(seq 1 100); do
+    "$VGPUCTL" ps --json >"$work/ps.json"
+    parked=$(python3 -c "import json,sys; print(' '.join(str(p['pid']) for p in json.load(open(sys.argv[1]))['processes'] if p['state']=='waiting'))" "$work/ps.json")
+    [ -n "$parked" ] && break
+    sleep 0.05
+  done
+  [ -n "$parked" ] || fail "no parked job: $(cat "$work/ps.json")"
+  kill -9 $parked
+  for _ in $(seq 1 100); do
+    "$VGPUCTL" ps --json >"$work/ps.json"
+    grep -q "\"pid\":$parked[,}]" "$work/ps.json" || break
+    sleep 0.05
+  done
+  grep -q "\"pid\":$parked[,}]" "$work/ps.json" && fail "vgpud still lists killed job $parked"
+  "$VGPUCTL" events >"$work/events.out"
+  grep -q "exit .*$parked .*job gone while waiting" "$work/events.out" || fail "no exit event: $(cat "$work/events.out")"
+  other=$pid_a; [ "$parked" = "$pid_a" ] && other=$pid_b
+  [ "$other" = "$pid_b" ] && finish b
+  kill -9 $other 2>/dev/null
+  wait 2>/dev/null
+  "$VGPUCTL" quota "$VGPU_GROUP" >"$work/quota.out" 2>&1
+  grep -qE "^0 +1.0 GiB +0 B" "$work/quota.out" || fail "the group still holds memory: $(cat "$work/quota.out")"
+  rm -f "/dev/shm/vgpu-ledger-$(id -u)-$VGPU_GROUP"
   ;;
 metrics)
   export VGPU_SIM_DEVICES=1x256MiB
