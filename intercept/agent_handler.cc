@@ -9,11 +9,11 @@
 #include <string>
 
 #include "common/counters.h"
+#include "common/log.h"
 #include "ctl/control/agent_server.h"
 #include "ctl/control/protocol.h"
 #include "ctl/control/run_dir.h"
 #include "driver/real_driver.h"
-#include "common/log.h"
 #include "intercept/agent_set.h"
 #include "intercept/coordination.h"
 #include "intercept/residency.h"

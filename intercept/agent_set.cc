@@ -63,11 +63,11 @@ Response SetMemoryLimit(uint64_t requested, const std::vector<int>& targets) {
     if (!ledger->TrySetLimit(p, bytes, &used)) {
       for (const auto& [d, limit] : changed) ledger->SetLimit(d, limit);
       return Response::Error(
-          ErrorCode::kBusy, "memory_limit " + FormatByteSize(bytes) + " on device " +
-                                std::to_string(v) + " is below current usage " +
-                                FormatByteSize(used) + " (" + std::to_string(used) + " bytes" +
-                                (rt.config().group.empty() ? "" : ", group '" + rt.config().group + "'") +
-                                "); free memory first or choose a larger limit");
+          ErrorCode::kBusy,
+          "memory_limit " + FormatByteSize(bytes) + " on device " + std::to_string(v) +
+              " is below current usage " + FormatByteSize(used) + " (" + std::to_string(used) +
+              " bytes" + (rt.config().group.empty() ? "" : ", group '" + rt.config().group + "'") +
+              "); free memory first or choose a larger limit");
     }
     changed.emplace_back(p, old);
   }
@@ -104,8 +104,8 @@ Response HandleSet(const ctl::Request& req) {
   const int n = rt.devices().count();
   if (a.device && *a.device >= n) {
     return Response::Error(ErrorCode::kInval, "invalid argument 'device': no device " +
-                                                  std::to_string(*a.device) + " (the process sees " +
-                                                  std::to_string(n) + ")");
+                                                  std::to_string(*a.device) +
+                                                  " (the process sees " + std::to_string(n) + ")");
   }
   std::vector<int> targets, all;
   for (int v = 0; v < n; ++v) all.push_back(v);
@@ -117,7 +117,8 @@ Response HandleSet(const ctl::Request& req) {
   }
   RuntimeSettings& settings = rt.settings();
   if (a.compute_share) {
-    for (int v : targets) settings.set_share_permille(v, static_cast<uint32_t>(*a.compute_share) * 10);
+    for (int v : targets)
+      settings.set_share_permille(v, static_cast<uint32_t>(*a.compute_share) * 10);
   }
   if (a.weight) settings.set_weight(static_cast<uint32_t>(*a.weight));
   if (a.priority) {

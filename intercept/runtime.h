@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "common/config/config.h"
 #include "common/call_sites.h"
+#include "common/config/config.h"
 #include "common/quota_ledger.h"
 #include "intercept/allocation_tracker.h"
 #include "intercept/device_map.h"

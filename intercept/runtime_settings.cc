@@ -14,7 +14,8 @@ uint32_t RuntimeSettings::share_permille(int v) const {
 }
 
 void RuntimeSettings::set_share_permille(int v, uint32_t permille) {
-  if (v >= 0 && v < Config::kMaxDevices) share_permille_[v].store(permille, std::memory_order_release);
+  if (v >= 0 && v < Config::kMaxDevices)
+    share_permille_[v].store(permille, std::memory_order_release);
 }
 
 void RuntimeSettings::set_weight(uint32_t weight) {

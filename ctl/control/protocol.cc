@@ -163,8 +163,8 @@ Status ParseSetArgs(const json& args, SetArgs* out) {
   if (s.ok() && Has(args, "priority")) {
     std::string p;
     s = GetString(args, "priority", &p);
-    if (s.ok() && std::find(std::begin(kPriorities), std::end(kPriorities), p) ==
-                      std::end(kPriorities)) {
+    if (s.ok() &&
+        std::find(std::begin(kPriorities), std::end(kPriorities), p) == std::end(kPriorities)) {
       s = Invalid("priority", "expected high, normal or low");
     }
     if (s.ok()) out->priority = p;
@@ -216,18 +216,19 @@ json ToJson(const SetArgs& a) {
 json ToJson(const InfoResult& r) {
   json devices = json::array();
   for (const DeviceInfo& d : r.devices) {
-    devices.push_back({{"index", d.index},
-                       {"uuid", d.uuid},
-                       {"quota", d.quota ? json(*d.quota) : json(nullptr)},
-                       {"used", d.used},
-                       {"compute_share", d.compute_share ? json(*d.compute_share) : json(nullptr)}});
+    devices.push_back(
+        {{"index", d.index},
+         {"uuid", d.uuid},
+         {"quota", d.quota ? json(*d.quota) : json(nullptr)},
+         {"used", d.used},
+         {"compute_share", d.compute_share ? json(*d.compute_share) : json(nullptr)}});
   }
   json counters = json::object();
   for (const auto& [name, value] : r.counters) counters[name] = value;
-  return {{"pid", r.pid},         {"uid", r.uid},         {"version", r.version},
-          {"group", r.group},     {"state", r.state},     {"command", r.command},
-          {"priority", r.priority}, {"weight", r.weight}, {"compute_policy", r.compute_policy},
-          {"devices", devices},   {"counters", counters}};
+  return {{"pid", r.pid},           {"uid", r.uid},        {"version", r.version},
+          {"group", r.group},       {"state", r.state},    {"command", r.command},
+          {"priority", r.priority}, {"weight", r.weight},  {"compute_policy", r.compute_policy},
+          {"devices", devices},     {"counters", counters}};
 }
 
 json ToJson(const CheckpointResult& r) {

@@ -108,8 +108,8 @@ struct InfoResult {
   std::string group;              // quota group; empty = none (per-process quota)
   std::string state = "running";  // "running" | "suspended"
   std::string command;            // /proc/<pid>/comm of the process
-  std::string priority = "normal";       // one of kPriorities
-  int64_t weight = 1;                    // compute weight, 1..1000
+  std::string priority = "normal";        // one of kPriorities
+  int64_t weight = 1;                     // compute weight, 1..1000
   std::string compute_policy = "native";  // "fixed" | "weighted" | "native"
   std::vector<DeviceInfo> devices;
   // The process's counters (common/counters.h) by wire name. Read from JSON

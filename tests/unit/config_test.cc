@@ -477,17 +477,16 @@ TEST_F(ConfigTest, ComputeWeight) {
 
 TEST_F(ConfigTest, Priority) {
   using P = Config::Priority;
-  const std::map<std::string, P> values = {{"high", P::kHigh},     {"HIGH", P::kHigh},
-                                           {" high ", P::kHigh},   {"normal", P::kNormal},
-                                           {"Normal", P::kNormal}, {"low", P::kLow},
-                                           {" LOW", P::kLow}};
+  const std::map<std::string, P> values = {
+      {"high", P::kHigh},     {"HIGH", P::kHigh}, {" high ", P::kHigh}, {"normal", P::kNormal},
+      {"Normal", P::kNormal}, {"low", P::kLow},   {" LOW", P::kLow}};
   for (const auto& [text, priority] : values) {
     env_ = {{"VGPU_PRIORITY", text}};
     LoadOk();
     EXPECT_EQ(cfg_.priority, priority) << text;
     // Only high asks for scheduling: low is normal to the compute scheduler.
-    EXPECT_EQ(cfg_.EffectivePolicy(),
-              priority == P::kHigh ? Config::ComputePolicy::kWeighted : Config::ComputePolicy::kNative)
+    EXPECT_EQ(cfg_.EffectivePolicy(), priority == P::kHigh ? Config::ComputePolicy::kWeighted
+                                                           : Config::ComputePolicy::kNative)
         << text;
   }
   // The words round-trip (the control protocol uses them too).
@@ -498,9 +497,9 @@ TEST_F(ConfigTest, Priority) {
   }
   EXPECT_STREQ(PriorityName(P::kLow), "low");
   for (const char* bad : {"", "lowest", "1", "higher", "realtime"}) {
-    EXPECT_EQ(ErrorFor("VGPU_PRIORITY", bad),
-              "VGPU_PRIORITY='" + std::string(bad) +
-                  "' is not a priority: expected high, normal or low");
+    EXPECT_EQ(
+        ErrorFor("VGPU_PRIORITY", bad),
+        "VGPU_PRIORITY='" + std::string(bad) + "' is not a priority: expected high, normal or low");
   }
 }
 
