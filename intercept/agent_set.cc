@@ -44,10 +44,9 @@ void PushToScheduler(const std::vector<int>& targets) {
   }
 }
 
-// Changes the quota of every target device or none: a limit below what the
-// group holds on any of them is refused (EBUSY) before anything changes,
-// and a racing allocation that makes a later device refuse rolls the earlier
-// ones back.
+// Changes the quota of every target device or of none: devices change in
+// order, and a refusal on one (EBUSY: below what the group holds there)
+// puts the earlier ones back.
 Response SetMemoryLimit(uint64_t requested, const std::vector<int>& targets) {
   Runtime& rt = Runtime::Get();
   QuotaLedger* ledger = rt.ledger();
@@ -117,8 +116,9 @@ Response HandleSet(const ctl::Request& req) {
   }
   RuntimeSettings& settings = rt.settings();
   if (a.compute_share) {
-    for (int v : targets)
+    for (int v : targets) {
       settings.set_share_permille(v, static_cast<uint32_t>(*a.compute_share) * 10);
+    }
   }
   if (a.weight) settings.set_weight(static_cast<uint32_t>(*a.weight));
   if (a.priority) {
