@@ -130,12 +130,12 @@ compute)
   has '"weight":1[,}]'
   ctl_ok set "$p" --compute-share 25 --device 1
   ctl_ok info "$p" --json
-  has '"compute_share":50(\.0)?,"index":0,'
-  has '"compute_share":25(\.0)?,"index":1,'
+  has '"compute_share":50(\.0)?,("[a-z_]+":[0-9]+,)*"index":0,'
+  has '"compute_share":25(\.0)?,("[a-z_]+":[0-9]+,)*"index":1,'
   ctl_ok set "$p" --compute-share 30
   ctl_ok set "$p" --priority low --weight 5
   ctl_ok info "$p" --json
-  has '"compute_share":30(\.0)?,"index":0,'
+  has '"compute_share":30(\.0)?,("[a-z_]+":[0-9]+,)*"index":0,'
   has '"priority":"low"'
   has '"weight":5[,}]'
   ctl_ok info "$p"
