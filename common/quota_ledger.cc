@@ -158,9 +158,18 @@ Attempt AddThenCheck(LedgerRegion* region, LedgerSlot* self, int d, uint64_t byt
     if (limit != kUnlimited && cur > limit - bytes) return Attempt::kOver;
     if (limit == kUnlimited && cur > UINT64_MAX - bytes) return Attempt::kNeverFits;
   } while (!mine.compare_exchange_weak(cur, cur + bytes, std::memory_order_seq_cst));
-  if (limit == kUnlimited) return Attempt::kOk;  // counted for Used(), nothing to check
+  // The limit is read again after the add (and after the sum): TrySetLimit
+  // stores a new limit before it sums. Either a reload comes after that
+  // store (and we check against the new limit) or our add came before it
+  // (and the setter's sum counts our bytes), so a limit lowered at runtime
+  // is never overshot by a racer, even one that started unlimited.
+  if (limit == kUnlimited && region->limit[d].load(std::memory_order_seq_cst) == kUnlimited) {
+    return Attempt::kOk;  // counted for Used(), nothing to check
+  }
   StepHookPoint(d, bytes);
-  if (SumUsed(region, d) <= limit) return Attempt::kOk;
+  if (SumUsed(region, d) <= std::min(limit, region->limit[d].load(std::memory_order_seq_cst))) {
+    return Attempt::kOk;
+  }
   SubClamped(mine, bytes);
   return Attempt::kOver;
 }
@@ -376,6 +385,29 @@ void QuotaLedger::SetLimit(int d, uint64_t bytes) {
   if (d < 0 || d >= kLedgerDevices) return;
   region_->limit[d].store(bytes, std::memory_order_seq_cst);
   region_->generation.fetch_add(1, std::memory_order_seq_cst);
+}
+
+bool QuotaLedger::TrySetLimit(int d, uint64_t bytes, uint64_t* used) {
+  uint64_t ignored = 0;
+  if (used == nullptr) used = &ignored;
+  *used = 0;
+  if (d < 0 || d >= kLedgerDevices) return false;
+  std::atomic<uint64_t>& lim = region_->limit[d];
+  const uint64_t old = lim.exchange(bytes, std::memory_order_seq_cst);
+  if (bytes >= old) {  // raising never strands anybody
+    region_->generation.fetch_add(1, std::memory_order_seq_cst);
+    return true;
+  }
+  ReapDead();  // the dead's bytes are not usage
+  *used = SumUsed(region_, d);
+  if (*used <= bytes) {
+    region_->generation.fetch_add(1, std::memory_order_seq_cst);
+    return true;
+  }
+  // Put the old limit back unless someone changed it meanwhile (theirs wins).
+  uint64_t mine = bytes;
+  lim.compare_exchange_strong(mine, old, std::memory_order_seq_cst);
+  return false;
 }
 
 void QuotaLedger::OnForkChild() {

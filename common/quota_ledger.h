@@ -70,7 +70,12 @@ class QuotaLedger {
   uint64_t Used(int d) const;   // the whole group's usage
   uint64_t Limit(int d) const;  // kUnlimited if none
   uint64_t SelfUsed(int d) const;
-  void SetLimit(int d, uint64_t bytes);  // runtime change (vgpud)
+  void SetLimit(int d, uint64_t bytes);  // runtime change, unchecked
+  // Runtime change that never leaves the group over its limit: a new limit
+  // below what the group holds is refused (false, *used = the usage seen)
+  // and the old one stays. Concurrent reservations either are counted here
+  // or are checked against the new limit (see AddThenCheck).
+  bool TrySetLimit(int d, uint64_t bytes, uint64_t* used);
 
   // Frees the slots of dead members; returns the bytes returned to the group.
   uint64_t ReapDead();

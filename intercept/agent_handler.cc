@@ -9,11 +9,12 @@
 #include <string>
 
 #include "common/counters.h"
+#include "common/log.h"
 #include "ctl/control/agent_server.h"
 #include "ctl/control/protocol.h"
 #include "ctl/control/run_dir.h"
 #include "driver/real_driver.h"
-#include "common/log.h"
+#include "intercept/agent_set.h"
 #include "intercept/coordination.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
@@ -125,7 +126,7 @@ class ResidencyHandler : public ctl::Handler {
     if (req.cmd == "resume") return Unparked(ToResponse(residency::Resume(progress)));
     if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
     if (req.cmd == "restore") return Unparked(Restore(req, progress));
-    // "set": runtime limits are not implemented by libvgpu yet.
+    if (req.cmd == "set") return HandleSet(req);
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 
@@ -154,6 +155,7 @@ class ResidencyHandler : public ctl::Handler {
       }
       info.devices.push_back(d);
     }
+    FillRuntimeSettings(&info);
     for (size_t i = 0; i < counters::kCount; ++i) {
       info.counters.emplace_back(counters::kInfo[i].name, counters::Get(i));
     }

@@ -1,7 +1,7 @@
 // The control agent inside libvgpu: serves vgpuctl's info, suspend, resume,
 // checkpoint and restore (docs/control-protocol.md) with the residency
-// operations (intercept/residency.h). Started lazily after cuInit succeeds;
-// a failed start is logged and never fails the application.
+// operations (intercept/residency.h), and set (intercept/agent_set.h). Started lazily after cuInit
+// succeeds; a failed start is logged and never fails the application.
 #pragma once
 
 namespace vgpu {

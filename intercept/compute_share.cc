@@ -33,6 +33,11 @@ ComputeShare::ComputeShare(std::shared_ptr<SchedRegion> region, int client, std:
                            ShareHost* host)
     : region_(std::move(region)), client_(client), group_name_(std::move(group)), host_(host) {}
 
+bool ComputeShare::UpdateParams(int device, const GroupParams& params) {
+  if (device < 0 || device >= kSchedDevices) return false;
+  return region_->SetGroupParams(device, group_name_, params);
+}
+
 void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
 
 bool ComputeShare::EnsureJoined(int device) {

@@ -57,6 +57,12 @@ class ComputeShare {
   // After fork: the child has no accountant thread and holds no lease.
   static void OnForkChild();
 
+  // Runtime change (`vgpuctl set`): the group's parameters on physical
+  // device `device`, in the shared region where every member's accountant
+  // reads them (the next refill applies them). False if the group has no
+  // slot on that device yet: its first member to join applies its own.
+  bool UpdateParams(int device, const GroupParams& params);
+
   // A process's compute share as client `client` of `region`, in group
   // `group`. `host` outlives it.
   ComputeShare(std::shared_ptr<SchedRegion> region, int client, std::string group, ShareHost* host);

@@ -16,18 +16,6 @@
 namespace vgpu {
 namespace {
 
-// The parameters on visible device `v` (its own share when
-// CUDA_DEVICE_SM_LIMIT_<v> is set).
-GroupParams ParamsFrom(const Config& cfg, int v) {
-  GroupParams p;
-  bool fixed = cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kFixed;
-  p.policy = fixed ? SchedPolicy::kFixed : SchedPolicy::kWeighted;
-  p.share_permille = cfg.ShareFor(v) != 0 ? cfg.ShareFor(v) : 1000;
-  p.weight = cfg.compute_weight != 0 ? cfg.compute_weight : 1;
-  p.high_priority = cfg.high_priority;
-  return p;
-}
-
 class RealShareHost final : public ShareHost {
  public:
   uint64_t NowNs() override { return MonotonicNs(); }
@@ -48,7 +36,8 @@ class RealShareHost final : public ShareHost {
     const Config& cfg = Runtime::Get().config();
     const int v = Runtime::Get().devices().ToVirtual(device);
     if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
-    *params = ParamsFrom(cfg, v);
+    // The settings in force now: `vgpuctl set` may have changed them.
+    *params = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(v), v);
     return true;
   }
   bool StartThread(std::function<void()> loop) override {
@@ -79,7 +68,7 @@ bool ComputeShare::Start(std::string* error) {
   std::string group = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
   auto* cs = new ComputeShare(std::move(region), client, group, new RealShareHost());
   instance_.store(cs, std::memory_order_release);
-  GroupParams p = ParamsFrom(cfg, 0);
+  GroupParams p = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(0), 0);
   VGPU_LOG(
       kInfo, "compute share: group '{}' policy {} share {}% weight {}{}{}", group.c_str(),
       p.policy == SchedPolicy::kFixed ? "fixed" : "weighted", p.share_permille / 10, p.weight,

@@ -123,6 +123,7 @@ CUresult Runtime::BuildPhaseTwo() {
       return CUDA_ERROR_NOT_INITIALIZED;
     }
   }
+  settings_.InitFrom(config_);
   if (!ComputeShare::Start(&error)) {
     ReportFatal(error);
     return CUDA_ERROR_NOT_INITIALIZED;

@@ -9,11 +9,12 @@
 #include <memory>
 #include <string>
 
-#include "common/config/config.h"
 #include "common/call_sites.h"
+#include "common/config/config.h"
 #include "common/quota_ledger.h"
 #include "intercept/allocation_tracker.h"
 #include "intercept/device_map.h"
+#include "intercept/runtime_settings.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -36,6 +37,9 @@ class Runtime {
   AllocationTracker& allocations() { return allocations_; }
   // Allocation call sites; enabled (phase two) with VGPU_TRACE_ALLOCATIONS.
   CallSites& call_sites() { return call_sites_; }
+  // Compute share, weight and priority as `vgpuctl set` leaves them (from the
+  // configuration until then).
+  RuntimeSettings& settings() { return settings_; }
 
   void OnForkChild();
 
@@ -49,6 +53,7 @@ class Runtime {
   std::unique_ptr<QuotaLedger> ledger_;
   AllocationTracker allocations_;
   CallSites call_sites_;
+  RuntimeSettings settings_;
   std::atomic<bool> ready_{false};
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;

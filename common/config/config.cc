@@ -189,7 +189,7 @@ Config::ComputePolicy Config::EffectivePolicy() const {
     any_share = any_share || permille != 0;
   }
   if (any_share) return ComputePolicy::kFixed;
-  if (compute_weight != 0 || high_priority) return ComputePolicy::kWeighted;
+  if (compute_weight != 0 || high_priority()) return ComputePolicy::kWeighted;
   return ComputePolicy::kNative;
 }
 
@@ -203,8 +203,31 @@ uint32_t Config::ShareFor(int visible_index) const {
 Config::ComputePolicy Config::EffectivePolicyFor(int visible_index) const {
   if (compute_policy != ComputePolicy::kAuto) return compute_policy;
   if (ShareFor(visible_index) != 0) return ComputePolicy::kFixed;
-  if (compute_weight != 0 || high_priority) return ComputePolicy::kWeighted;
+  if (compute_weight != 0 || high_priority()) return ComputePolicy::kWeighted;
   return ComputePolicy::kNative;
+}
+
+const char* PriorityName(Config::Priority p) {
+  switch (p) {
+    case Config::Priority::kHigh:
+      return "high";
+    case Config::Priority::kLow:
+      return "low";
+    case Config::Priority::kNormal:
+      break;
+  }
+  return "normal";
+}
+
+bool ParsePriorityName(const std::string& text, Config::Priority* out) {
+  const std::string v = config_internal::Lower(config_internal::Trim(text));
+  for (auto p : {Config::Priority::kHigh, Config::Priority::kNormal, Config::Priority::kLow}) {
+    if (v == PriorityName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace vgpu

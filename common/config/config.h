@@ -52,7 +52,12 @@ struct Config {
   // above (0: no cap on that device); sorted by index.
   std::vector<std::pair<int, uint32_t>> compute_share_by_index;
   uint32_t compute_weight = 0;  // VGPU_COMPUTE_WEIGHT; 0: unset (1)
-  bool high_priority = false;   // VGPU_PRIORITY=high, CUDA_TASK_PRIORITY=0
+  // VGPU_PRIORITY (CUDA_TASK_PRIORITY=0 is high). The compute scheduler knows
+  // high and normal; low is normal to it and tells the coordinator whom to
+  // suspend first.
+  enum class Priority { kLow, kNormal, kHigh };
+  Priority priority = Priority::kNormal;
+  bool high_priority() const { return priority == Priority::kHigh; }
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
@@ -82,6 +87,11 @@ struct Config {
   // one-line message otherwise.
   bool ValidateAgainstDeviceCount(int device_count, std::string* error) const;
 };
+
+// "high", "normal", "low" (VGPU_PRIORITY's words, also the control protocol's).
+const char* PriorityName(Config::Priority p);
+// Parses one of those words (case-insensitive, trimmed); false if it is none.
+bool ParsePriorityName(const std::string& text, Config::Priority* out);
 
 struct OptionInfo {
   const char* env;           // VGPU_* name

@@ -181,13 +181,13 @@ bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
     if (!IsDigits(v) || v.size() > 3) {
       return Fail(in, "is not a HAMi task priority: expected 0 (high) or 1 (normal)", error);
     }
-    cfg->high_priority = std::strtol(v.c_str(), nullptr, 10) == 0;
+    cfg->priority = std::strtol(v.c_str(), nullptr, 10) == 0 ? Config::Priority::kHigh
+                                                             : Config::Priority::kNormal;
     return true;
   }
-  if (v != "high" && v != "normal") {
-    return Fail(in, "is not a priority: expected high or normal", error);
+  if (!ParsePriorityName(v, &cfg->priority)) {
+    return Fail(in, "is not a priority: expected high, normal or low", error);
   }
-  cfg->high_priority = v == "high";
   return true;
 }
 
@@ -266,8 +266,9 @@ constexpr OptionSpec kOptions[] = {
      nullptr},
     {{"VGPU_PRIORITY", "CUDA_TASK_PRIORITY", "priority", "normal",
       "high: the tenant runs as if alone while it is active and every normal tenant of the "
-      "device yields; normal otherwise (HAMi-core's CUDA_TASK_PRIORITY: 0 is high, 1 and "
-      "above normal)."},
+      "device yields; normal otherwise; low: normal to the compute scheduler, first to give way "
+      "for the node coordinator (HAMi-core's CUDA_TASK_PRIORITY: 0 is high, 1 and above "
+      "normal)."},
      Kind::kScalar,
      true,
      ParsePriority,

@@ -98,6 +98,10 @@ Status ParseDevice(const json& j, DeviceInfo* d) {
     s = ReadU64(j, "quota", &q);
     d->quota = q;
   }
+  if (s.ok() && Has(j, "compute_share")) {
+    if (!j.at("compute_share").is_number()) return Invalid("compute_share", "expected a number");
+    d->compute_share = j.at("compute_share").get<double>();
+  }
   d->index = static_cast<int>(index);
   return s;
 }
@@ -155,8 +159,18 @@ Status ParseSetArgs(const json& args, SetArgs* out) {
                    &out->memory_limit);
   }
   if (s.ok()) s = GetInteger(args, "compute_share", 1, 100, &out->compute_share);
-  if (s.ok() && !out->memory_limit && !out->compute_share) {
-    s = Invalid("args", "nothing to set (memory_limit or compute_share)");
+  if (s.ok()) s = GetInteger(args, "weight", 1, 1000, &out->weight);
+  if (s.ok() && Has(args, "priority")) {
+    std::string p;
+    s = GetString(args, "priority", &p);
+    if (s.ok() &&
+        std::find(std::begin(kPriorities), std::end(kPriorities), p) == std::end(kPriorities)) {
+      s = Invalid("priority", "expected high, normal or low");
+    }
+    if (s.ok()) out->priority = p;
+  }
+  if (s.ok() && !out->memory_limit && !out->compute_share && !out->weight && !out->priority) {
+    s = Invalid("args", "nothing to set (memory_limit, compute_share, weight or priority)");
   }
   return s;
 }
@@ -194,22 +208,27 @@ json ToJson(const SetArgs& a) {
   if (a.device) j["device"] = *a.device;
   if (a.memory_limit) j["memory_limit"] = *a.memory_limit;
   if (a.compute_share) j["compute_share"] = *a.compute_share;
+  if (a.weight) j["weight"] = *a.weight;
+  if (a.priority) j["priority"] = *a.priority;
   return j;
 }
 
 json ToJson(const InfoResult& r) {
   json devices = json::array();
   for (const DeviceInfo& d : r.devices) {
-    devices.push_back({{"index", d.index},
-                       {"uuid", d.uuid},
-                       {"quota", d.quota ? json(*d.quota) : json(nullptr)},
-                       {"used", d.used}});
+    devices.push_back(
+        {{"index", d.index},
+         {"uuid", d.uuid},
+         {"quota", d.quota ? json(*d.quota) : json(nullptr)},
+         {"used", d.used},
+         {"compute_share", d.compute_share ? json(*d.compute_share) : json(nullptr)}});
   }
   json counters = json::object();
   for (const auto& [name, value] : r.counters) counters[name] = value;
-  return {{"pid", r.pid},         {"uid", r.uid},         {"version", r.version},
-          {"group", r.group},     {"state", r.state},     {"command", r.command},
-          {"devices", devices},   {"counters", counters}};
+  return {{"pid", r.pid},           {"uid", r.uid},        {"version", r.version},
+          {"group", r.group},       {"state", r.state},    {"command", r.command},
+          {"priority", r.priority}, {"weight", r.weight},  {"compute_policy", r.compute_policy},
+          {"devices", devices},     {"counters", counters}};
 }
 
 json ToJson(const CheckpointResult& r) {
@@ -229,6 +248,10 @@ Status ParseInfoResult(const json& j, InfoResult* out) {
   if (s.ok()) s = GetString(j, "group", &out->group);
   if (s.ok()) s = GetString(j, "state", &out->state);
   if (s.ok()) s = GetString(j, "command", &out->command);
+  // An agent older than runtime settings sends none: the defaults stand.
+  if (s.ok()) s = GetString(j, "priority", &out->priority);
+  if (s.ok()) s = ReadInt(j, "weight", &out->weight);
+  if (s.ok()) s = GetString(j, "compute_policy", &out->compute_policy);
   if (s.ok()) s = ParseCounters(j, &out->counters);
   if (!s.ok() || !Has(j, "devices")) return s;
   if (!j.at("devices").is_array()) return Invalid("devices", "expected an array");

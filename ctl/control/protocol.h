@@ -77,7 +77,11 @@ struct SetArgs {
   std::optional<int> device;             // visible index; absent: every device
   std::optional<uint64_t> memory_limit;  // bytes; 0 = unlimited
   std::optional<int> compute_share;      // percent, 1..100
+  std::optional<int> weight;             // 1..1000 (VGPU_COMPUTE_WEIGHT's range)
+  std::optional<std::string> priority;   // one of kPriorities
 };
+// The priorities a process may have (VGPU_PRIORITY), highest first.
+inline constexpr const char* kPriorities[] = {"high", "normal", "low"};
 
 Status ParseCheckpointArgs(const nlohmann::json& args, CheckpointArgs* out);
 Status ParseRestoreArgs(const nlohmann::json& args, RestoreArgs* out);
@@ -94,6 +98,8 @@ struct DeviceInfo {
   std::string uuid;               // of the physical GPU
   std::optional<uint64_t> quota;  // bytes; nullopt = unlimited
   uint64_t used = 0;              // bytes this process holds
+  // Percent of the device's time (may be fractional); nullopt = no share set.
+  std::optional<double> compute_share;
 };
 struct InfoResult {
   int64_t pid = 0;
@@ -102,6 +108,9 @@ struct InfoResult {
   std::string group;              // quota group; empty = none (per-process quota)
   std::string state = "running";  // "running" | "suspended"
   std::string command;            // /proc/<pid>/comm of the process
+  std::string priority = "normal";        // one of kPriorities
+  int64_t weight = 1;                     // compute weight, 1..1000
+  std::string compute_policy = "native";  // "fixed" | "weighted" | "native"
   std::vector<DeviceInfo> devices;
   // The process's counters (common/counters.h) by wire name. Read from JSON
   // they come in name order; a name this build does not know is kept.

@@ -26,7 +26,8 @@ bool ParseInt(const std::string& s, int min, int max, int* out) {
 
 bool NeedsValue(const std::string& name) {
   return name == "--run-dir" || name == "--timeout" || name == "--dir" || name == "--from" ||
-         name == "--memory-limit" || name == "--compute-share" || name == "--device";
+         name == "--memory-limit" || name == "--compute-share" || name == "--device" ||
+         name == "--weight" || name == "--priority" || name == "--group";
 }
 
 // Stores one option's value; false with *error set if it is invalid.
@@ -56,6 +57,20 @@ bool Apply(const std::string& name, const std::string& value, Options* o, std::s
   if (name == "--compute-share") {
     if (!ParseInt(value, 1, 100, &n)) return *error = "--compute-share wants 1..100", false;
     o->compute_share = n;
+  }
+  if (name == "--weight") {
+    if (!ParseInt(value, 1, 1000, &n)) return *error = "--weight wants 1..1000", false;
+    o->weight = n;
+  }
+  if (name == "--priority") {
+    if (value != "high" && value != "normal" && value != "low") {
+      return *error = "--priority wants high, normal or low", false;
+    }
+    o->priority = value;
+  }
+  if (name == "--group") {
+    if (value.empty()) return *error = "--group wants a quota group name", false;
+    o->group = value;
   }
   if (name == "--device") {
     if (!ParseInt(value, 0, 1023, &n)) return *error = "--device wants an index", false;

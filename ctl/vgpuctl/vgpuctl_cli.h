@@ -35,6 +35,9 @@ struct Options {
   std::optional<uint64_t> memory_limit;  // set --memory-limit
   std::optional<int> compute_share;      // set --compute-share
   std::optional<int> device;             // set --device
+  std::optional<int> weight;             // set --weight
+  std::optional<std::string> priority;   // set --priority
+  std::string group;                     // set --group: every process of a quota group
   std::vector<std::string> positional;
 };
 

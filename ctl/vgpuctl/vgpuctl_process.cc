@@ -181,6 +181,53 @@ int StateChange(const std::vector<std::string>& args, const char* cmd, const cha
   return kExitOk;
 }
 
+// The pids of the agents in the run directory whose process is in quota
+// group `group` (their info says so); unreachable agents are skipped.
+std::vector<pid_t> GroupMembers(const Options& o, const std::string& group) {
+  std::vector<pid_t> pids;
+  for (const AgentEntry& a : ListAgents(o.run_dir)) {
+    Request req;
+    req.cmd = "info";
+    Response r;
+    InfoResult info;
+    if (Call(a.pid, req, nullptr, &r, ClientOpts(o, kPsTimeoutMs)).ok() && r.ok &&
+        ParseInfoResult(r.result, &info).ok() && info.group == group) {
+      pids.push_back(a.pid);
+    }
+  }
+  return pids;
+}
+
+// set --group G: the same change in every member, in pid order, stopping at
+// the first refusal. The quota ledger and the scheduler's group slots are
+// the group's (the first member changes them for all; the others' requests
+// find them changed), and each member also keeps the compute settings for the
+// devices it joins later, which is why every member is told.
+int SetGroup(const Options& o, const SetArgs& a) {
+  if (Status st = CheckAgentDir(o.run_dir.empty() ? RunDir() : o.run_dir);
+      st.code == ErrorCode::kUntrusted) {
+    return ReportFailure(o, 0, st, /*from_agent=*/false);
+  }
+  std::vector<pid_t> pids = GroupMembers(o, o.group);
+  if (pids.empty()) {
+    return ReportFailure(o, 0,
+                         Status::Error(ErrorCode::kNoEnt, "no process of quota group '" + o.group +
+                                                              "' in the run directory"),
+                         /*from_agent=*/false);
+  }
+  for (pid_t pid : pids) {
+    Response r;
+    int rc = kExitOk;
+    if (!Send(pid, "set", ToJson(a), o, kQueryTimeoutMs, "set", &r, &rc)) return rc;
+    if (o.json) {
+      PrintJson(pid, r.result);
+    } else {
+      std::printf("set %d (group %s): %s", pid, o.group.c_str(), DumpLine(r.result).c_str());
+    }
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int Ps(const std::vector<std::string>& args) {
@@ -237,9 +284,17 @@ int Info(const std::vector<std::string>& args) {
       static_cast<long long>(info.pid), Or(info.command, "-").c_str(),
       static_cast<long long>(info.uid), info.state.c_str(), Or(info.group, "-").c_str(),
       Or(info.version, "-").c_str());
+  std::printf("priority  %s\nweight    %lld\ncompute   %s\n", info.priority.c_str(),
+              static_cast<long long>(info.weight), info.compute_policy.c_str());
   for (const DeviceInfo& d : info.devices) {
-    std::printf("device %d  %s  used %s of %s\n", d.index, Or(d.uuid, "-").c_str(),
-                FormatByteSize(d.used).c_str(), Quota(d).c_str());
+    std::string share;
+    if (d.compute_share) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "  compute share %g%%", *d.compute_share);
+      share = buf;
+    }
+    std::printf("device %d  %s  used %s of %s%s\n", d.index, Or(d.uuid, "-").c_str(),
+                FormatByteSize(d.used).c_str(), Quota(d).c_str(), share.c_str());
   }
   PrintCounters(info.counters);
   if (o.allocations) PrintAllocations(r.result);
@@ -296,17 +351,28 @@ int Restore(const std::vector<std::string>& args) {
 
 int Set(const std::vector<std::string>& args) {
   Options o;
-  pid_t pid = 0;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--memory-limit", "--compute-share", "--device"}, 1, &o, &rc)) {
-    return rc;
-  }
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
-  SetArgs a{o.device, o.memory_limit, o.compute_share};
-  if (!a.memory_limit && !a.compute_share) {
-    std::fputs("vgpuctl: set needs --memory-limit and/or --compute-share\n", stderr);
+  const std::vector<std::string> allowed = {"--memory-limit", "--compute-share", "--device",
+                                            "--weight",       "--priority",      "--group"};
+  std::string error;
+  if (!ParseOptions(args, allowed, &o, &error)) {
+    std::fprintf(stderr, "vgpuctl: %s (see vgpuctl help)\n", error.c_str());
     return kExitUsage;
   }
+  // A PID or --group G, not both.
+  if (o.positional.size() != (o.group.empty() ? 1u : 0u)) {
+    std::fputs("vgpuctl: set wants a PID or --group G (see vgpuctl help)\n", stderr);
+    return kExitUsage;
+  }
+  SetArgs a{o.device, o.memory_limit, o.compute_share, o.weight, o.priority};
+  if (!a.memory_limit && !a.compute_share && !a.weight && !a.priority) {
+    std::fputs("vgpuctl: set needs --memory-limit, --compute-share, --weight or --priority\n",
+               stderr);
+    return kExitUsage;
+  }
+  if (!o.group.empty()) return SetGroup(o, a);
+  pid_t pid = 0;
+  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   Response r;
   if (!Send(pid, "set", ToJson(a), o, kQueryTimeoutMs, "set", &r, &rc)) return rc;
   if (o.json) {

@@ -84,6 +84,43 @@ TEST(Protocol, ValidatesArgumentTypes) {
   EXPECT_EQ(*s.device, 1);
 }
 
+TEST(Protocol, SetArgsWeightAndPriority) {
+  SetArgs s;
+  ASSERT_TRUE(ParseSetArgs({{"weight", 3}, {"priority", "low"}}, &s).ok())
+      << "weight or priority alone is something to set";
+  EXPECT_EQ(*s.weight, 3);
+  EXPECT_EQ(*s.priority, "low");
+  EXPECT_FALSE(s.memory_limit);
+  for (const char* p : {"high", "normal", "low"}) {
+    EXPECT_TRUE(ValidateArgs("set", {{"priority", p}}).ok()) << p;
+  }
+  // Each refusal names the field.
+  auto message = [](const json& args) { return ValidateArgs("set", args).message; };
+  EXPECT_EQ(message({{"priority", "urgent"}}),
+            "invalid argument 'priority': expected high, normal or low");
+  EXPECT_EQ(message({{"priority", "HIGH"}}),
+            "invalid argument 'priority': expected high, normal or low")
+      << "the wire words are exact";
+  EXPECT_EQ(message({{"priority", 1}}), "invalid argument 'priority': expected a string");
+  EXPECT_EQ(message({{"weight", 0}}), "invalid argument 'weight': out of range");
+  EXPECT_EQ(message({{"weight", 1001}}), "invalid argument 'weight': out of range");
+  EXPECT_EQ(message({{"weight", "2"}}), "invalid argument 'weight': expected an integer");
+  EXPECT_EQ(message({{"weight", 2.5}}), "invalid argument 'weight': expected an integer");
+  EXPECT_EQ(message({{"device", 0}}),
+            "invalid argument 'args': nothing to set (memory_limit, compute_share, weight or "
+            "priority)");
+  EXPECT_TRUE(ValidateArgs("set", {{"weight", 1000}, {"priority", nullptr}}).ok())
+      << "null = absent";
+  // And back: ToJson carries the new fields, and only those given.
+  SetArgs all{0, 0, 50, 7, "high"}, again;
+  ASSERT_TRUE(ParseSetArgs(ToJson(all), &again).ok());
+  EXPECT_EQ(*again.weight, 7);
+  EXPECT_EQ(*again.priority, "high");
+  EXPECT_EQ(*again.memory_limit, 0u) << "0 = unlimited travels as 0";
+  EXPECT_FALSE(ToJson(SetArgs{std::nullopt, 1, std::nullopt, std::nullopt, std::nullopt})
+                   .contains("priority"));
+}
+
 TEST(Protocol, TypedArgsRoundTrip) {
   CheckpointArgs c{"/ckpt", true}, c2;
   ASSERT_TRUE(ParseCheckpointArgs(ToJson(c), &c2).ok());
@@ -108,6 +145,39 @@ TEST(Protocol, InfoResultRoundTrip) {
   EXPECT_EQ(*out.devices[0].quota, 1ull << 30);
   EXPECT_FALSE(out.devices[1].quota);
   EXPECT_FALSE(ParseInfoResult({{"devices", 3}}, &out).ok());
+}
+
+TEST(Protocol, InfoResultCarriesRuntimeSettings) {
+  InfoResult in{42, 1000, "0.1.0", "g", "running", "python"};
+  in.priority = "low";
+  in.weight = 4;
+  in.compute_policy = "fixed";
+  in.devices = {{0, "GPU-a", std::nullopt, 0, 12.5}, {1, "GPU-b", std::nullopt, 0}};
+  json j = ToJson(in);
+  EXPECT_EQ(j["priority"], "low");
+  EXPECT_EQ(j["weight"], 4);
+  EXPECT_EQ(j["devices"][0]["compute_share"], 12.5);
+  EXPECT_TRUE(j["devices"][1]["compute_share"].is_null()) << "no share";
+  InfoResult out;
+  ASSERT_TRUE(ParseInfoResult(j, &out).ok());
+  EXPECT_EQ(out.priority, "low");
+  EXPECT_EQ(out.weight, 4);
+  EXPECT_EQ(out.compute_policy, "fixed");
+  EXPECT_EQ(*out.devices[0].compute_share, 12.5);
+  EXPECT_FALSE(out.devices[1].compute_share);
+  // An agent older than runtime settings: the defaults.
+  for (const char* key : {"priority", "weight", "compute_policy"}) j.erase(key);
+  j["devices"][0].erase("compute_share");
+  InfoResult older;
+  ASSERT_TRUE(ParseInfoResult(j, &older).ok());
+  EXPECT_EQ(older.priority, "normal");
+  EXPECT_EQ(older.weight, 1);
+  EXPECT_EQ(older.compute_policy, "native");
+  EXPECT_FALSE(older.devices[0].compute_share);
+  InfoResult bad;
+  EXPECT_FALSE(ParseInfoResult({{"weight", "heavy"}}, &bad).ok());
+  EXPECT_FALSE(ParseInfoResult({{"priority", 2}}, &bad).ok());
+  EXPECT_FALSE(ParseInfoResult({{"devices", {{{"compute_share", "half"}}}}}, &bad).ok());
 }
 
 TEST(Protocol, InfoResultCarriesCounters) {

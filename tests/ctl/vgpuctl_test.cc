@@ -144,6 +144,31 @@ TEST_F(VgpuctlTest, Set) {
   EXPECT_EQ(args["compute_share"], 50);
   EXPECT_FALSE(args.contains("device"));
   EXPECT_EQ(Vgpuctl({"set", pid_}).exit_code, 2) << "nothing to set";
+  r = Vgpuctl({"set", pid_, "--weight", "7", "--priority", "low", "--device=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  args = handler_->last("set").args;
+  EXPECT_EQ(args["weight"], 7);
+  EXPECT_EQ(args["priority"], "low");
+  EXPECT_EQ(args["device"], 1);
+  EXPECT_FALSE(args.contains("memory_limit"));
+  EXPECT_EQ(r.out.rfind("set " + pid_ + ": ", 0), 0u) << r.out;
+}
+
+// --group G: every agent whose info names group G (the fake's is ctr-42).
+TEST_F(VgpuctlTest, SetGroup) {
+  handler_->clear();
+  RunResult r = Vgpuctl({"set", "--group", "ctr-42", "--priority", "high"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(handler_->last("set").args["priority"], "high");
+  EXPECT_NE(r.out.find("set " + pid_ + " (group ctr-42): "), std::string::npos) << r.out;
+  handler_->clear();
+  r = Vgpuctl({"set", "--group", "other", "--priority", "high"});
+  EXPECT_EQ(r.exit_code, 3) << "no member: not found";
+  EXPECT_NE(r.err.find("no process of quota group 'other'"), std::string::npos) << r.err;
+  for (const Request& req : handler_->requests()) EXPECT_NE(req.cmd, "set");
+  EXPECT_EQ(Vgpuctl({"set", pid_, "--group", "ctr-42", "--weight", "2"}).exit_code, 2)
+      << "a PID and a group";
+  EXPECT_EQ(Vgpuctl({"set", "--group=", "--weight", "2"}).exit_code, 2) << "an empty group";
 }
 
 TEST_F(VgpuctlTest, OperationFailuresExitOne) {
@@ -169,6 +194,9 @@ TEST_F(VgpuctlTest, UsageErrorsExitTwo) {
                                              {"suspend", pid_, "--leave-running"},
                                              {"ps", "--timeout", "0"},
                                              {"set", pid_, "--compute-share", "500"},
+                                             {"set", pid_, "--weight", "0"},
+                                             {"set", pid_, "--weight", "1001"},
+                                             {"set", pid_, "--priority", "urgent"},
                                              {"no-such-command"}}) {
     RunResult r = Vgpuctl(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args.back() : "") << r.err;

@@ -350,6 +350,26 @@ TEST(ComputeShareAccounting, TwoCapsEachGetTheirShare) {
   EXPECT_NEAR(s[1], 70.0, 0.4);
 }
 
+// vgpuctl set: a share changed at runtime holds from the next refill on,
+// in every member's view (the parameters live in the shared region).
+TEST(ComputeShareAccounting, AShareChangedAtRuntimeTakesEffect) {
+  ShareWorld w;
+  int a = w.AddTenant("a", Fixed(500), 300 * kUs);
+  w.tenant(a).launching = true;
+  w.RunFor(200 * kMs);
+  uint64_t t0 = w.now();
+  w.RunFor(2000 * kMs);
+  EXPECT_NEAR(Shares(w.gpu(), {a}, t0, w.now())[0], 50.0, 0.5);
+  ASSERT_TRUE(w.tenant(a).share->UpdateParams(0, Fixed(200)));
+  EXPECT_EQ(w.Group(a).share_permille.load(), 200u);
+  w.RunFor(200 * kMs);
+  t0 = w.now();
+  w.RunFor(2000 * kMs);
+  EXPECT_NEAR(Shares(w.gpu(), {a}, t0, w.now())[0], 20.0, 0.5);
+  EXPECT_FALSE(w.tenant(a).share->UpdateParams(1, Fixed(200)))
+      << "no slot of the group on a device it never joined";
+}
+
 TEST(ComputeShareAccounting, WeightsSplitTheDevice) {
   ShareWorld w;
   int a = w.AddTenant("a", Weighted(1), 100 * kUs);

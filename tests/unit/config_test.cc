@@ -358,7 +358,8 @@ TEST_F(ConfigTest, ComputeDefaultsAreUnsetAndNative) {
   LoadOk();
   EXPECT_EQ(cfg_.compute_share_permille, 0u);
   EXPECT_EQ(cfg_.compute_weight, 0u);
-  EXPECT_FALSE(cfg_.high_priority);
+  EXPECT_FALSE(cfg_.high_priority());
+  EXPECT_EQ(cfg_.priority, Config::Priority::kNormal);
   EXPECT_EQ(cfg_.compute_policy, Config::ComputePolicy::kAuto);
   EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kNative);
   EXPECT_EQ(cfg_.sched_region, "");
@@ -445,7 +446,7 @@ TEST_F(ConfigTest, TaskPriorityIsTheHamiAliasOfPriority) {
   for (const auto& [text, high] : std::map<std::string, bool>{{"0", true}, {"1", false}, {" 2 ", false}}) {
     env_ = {{"CUDA_TASK_PRIORITY", text}};
     LoadOk();
-    EXPECT_EQ(cfg_.high_priority, high) << text;
+    EXPECT_EQ(cfg_.high_priority(), high) << text;
   }
   for (const char* bad : {"", "-1", "high", "1.5", "9999"}) {
     EXPECT_EQ(ErrorFor("CUDA_TASK_PRIORITY", bad),
@@ -454,7 +455,7 @@ TEST_F(ConfigTest, TaskPriorityIsTheHamiAliasOfPriority) {
   }
   env_ = {{"VGPU_PRIORITY", "normal"}, {"CUDA_TASK_PRIORITY", "0"}};  // ours wins
   LoadOk();
-  EXPECT_FALSE(cfg_.high_priority);
+  EXPECT_FALSE(cfg_.high_priority());
 }
 
 TEST_F(ConfigTest, ComputeWeight) {
@@ -475,19 +476,30 @@ TEST_F(ConfigTest, ComputeWeight) {
 }
 
 TEST_F(ConfigTest, Priority) {
-  const std::map<std::string, bool> values = {
-      {"high", true}, {"HIGH", true}, {" high ", true}, {"normal", false}, {"Normal", false}};
-  for (const auto& [text, high] : values) {
+  using P = Config::Priority;
+  const std::map<std::string, P> values = {
+      {"high", P::kHigh},     {"HIGH", P::kHigh}, {" high ", P::kHigh}, {"normal", P::kNormal},
+      {"Normal", P::kNormal}, {"low", P::kLow},   {" LOW", P::kLow}};
+  for (const auto& [text, priority] : values) {
     env_ = {{"VGPU_PRIORITY", text}};
     LoadOk();
-    EXPECT_EQ(cfg_.high_priority, high) << text;
-    EXPECT_EQ(cfg_.EffectivePolicy(),
-              high ? Config::ComputePolicy::kWeighted : Config::ComputePolicy::kNative)
+    EXPECT_EQ(cfg_.priority, priority) << text;
+    // Only high asks for scheduling: low is normal to the compute scheduler.
+    EXPECT_EQ(cfg_.EffectivePolicy(), priority == P::kHigh ? Config::ComputePolicy::kWeighted
+                                                           : Config::ComputePolicy::kNative)
         << text;
   }
-  for (const char* bad : {"", "low", "1", "higher", "realtime"}) {
-    EXPECT_EQ(ErrorFor("VGPU_PRIORITY", bad), "VGPU_PRIORITY='" + std::string(bad) +
-                                                  "' is not a priority: expected high or normal");
+  // The words round-trip (the control protocol uses them too).
+  for (P p : {P::kHigh, P::kNormal, P::kLow}) {
+    P parsed = P::kNormal;
+    EXPECT_TRUE(ParsePriorityName(PriorityName(p), &parsed));
+    EXPECT_EQ(parsed, p);
+  }
+  EXPECT_STREQ(PriorityName(P::kLow), "low");
+  for (const char* bad : {"", "lowest", "1", "higher", "realtime"}) {
+    EXPECT_EQ(
+        ErrorFor("VGPU_PRIORITY", bad),
+        "VGPU_PRIORITY='" + std::string(bad) + "' is not a priority: expected high, normal or low");
   }
 }
 
@@ -532,7 +544,7 @@ TEST_F(ConfigTest, ComputeOptionsFromTheJsonFile) {
   EXPECT_TRUE(cfg_.configured);
   EXPECT_EQ(cfg_.compute_share_permille, 200u);
   EXPECT_EQ(cfg_.compute_weight, 4u);
-  EXPECT_TRUE(cfg_.high_priority);
+  EXPECT_TRUE(cfg_.high_priority());
   EXPECT_EQ(cfg_.compute_policy, Config::ComputePolicy::kWeighted);
   EXPECT_EQ(cfg_.sched_region, "/vgpu-sched-team-a");
   // The environment overrides the file, option by option.

@@ -126,6 +126,38 @@ TEST(QuotaLedgerTest, LimitIsExactToTheByte) {
   EXPECT_EQ(ledger->Used(0), 1000u);
 }
 
+// Runtime changes (vgpuctl set): a limit below the group's usage is refused
+// and the old one stays; anything else takes effect for the next reservation.
+TEST(QuotaLedgerTest, TrySetLimitRefusesToGoBelowUsage) {
+  ScopedGroup g("setlimit");
+  auto ledger = MustOpen(g.name(), {1000});
+  auto other = MustOpen(g.name(), {});  // a second member of the group
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(ledger->TryReserve(0, 300));
+  uint64_t used = 0;
+  EXPECT_FALSE(ledger->TrySetLimit(0, 299, &used));
+  EXPECT_EQ(used, 300u) << "the usage the refusal saw";
+  EXPECT_EQ(ledger->Limit(0), 1000u) << "a refused change leaves the old limit";
+  EXPECT_TRUE(other->TrySetLimit(0, 300, &used)) << "down to exactly the usage";
+  EXPECT_EQ(ledger->Limit(0), 300u) << "the limit is the group's";
+  EXPECT_FALSE(ledger->TryReserve(0, 1));
+  EXPECT_TRUE(ledger->TrySetLimit(0, 500, &used));
+  EXPECT_TRUE(other->TryReserve(0, 200));
+  EXPECT_FALSE(other->TryReserve(0, 1));
+  EXPECT_TRUE(ledger->TrySetLimit(0, kUnlimited, &used));
+  EXPECT_TRUE(ledger->TryReserve(0, 1ull << 40));
+  // From unlimited down: the bytes taken while unlimited count.
+  EXPECT_FALSE(other->TrySetLimit(0, 1ull << 40, &used));
+  EXPECT_EQ(used, 500u + (1ull << 40));
+  EXPECT_EQ(ledger->Limit(0), kUnlimited);
+  ledger->Release(0, 1ull << 40);
+  EXPECT_TRUE(other->TrySetLimit(0, 600, &used));
+  EXPECT_TRUE(ledger->TryReserve(0, 100));
+  EXPECT_FALSE(ledger->TryReserve(0, 1));
+  EXPECT_FALSE(ledger->TrySetLimit(kLedgerDevices, 1, &used));
+}
+
 TEST(QuotaLedgerTest, ReleaseReturnsBytes) {
   ScopedGroup g("release");
   auto ledger = MustOpen(g.name(), {1000});
@@ -747,6 +779,46 @@ TEST(QuotaLedgerInterleavingTest, ReservationInsideAnotherNeverOvershoots) {
     if (first_ok) ledger->Release(0, 40 * kMiB);
     if (s.competing_ok) ledger->Release(0, competing);
     EXPECT_EQ(ledger->Used(0), 0u);
+  }
+}
+
+// A limit lowered while a reservation is between its add and its sum: the
+// setter's sum counts the reservation's bytes, so either the new limit holds
+// them or the change is refused; never both succeed over the new limit.
+struct LoweringInside {
+  QuotaLedger* ledger = nullptr;
+  uint64_t new_limit = 0;
+  bool set_ok = false;
+  uint64_t seen = 0;
+};
+LoweringInside g_lowering;
+
+void LowerTheLimit(int device, uint64_t /*bytes*/) {
+  LoweringInside& s = g_lowering;
+  if (s.ledger == nullptr) return;
+  QuotaLedger* l = s.ledger;
+  s.ledger = nullptr;  // once
+  s.set_ok = l->TrySetLimit(device, s.new_limit, &s.seen);
+}
+
+TEST(QuotaLedgerInterleavingTest, LimitLoweredInsideAReservation) {
+  ScopedGroup group("lower-inside");
+  auto ledger = MustOpen(group.name(), {64 * kMiB});
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_TRUE(ledger->TryReserve(0, 20 * kMiB));
+  // 20 held + 40 in flight: 60 holds both, 50 does not.
+  for (uint64_t lower_to : {60 * kMiB, 50 * kMiB}) {
+    g_lowering = LoweringInside{ledger.get(), lower_to};
+    QuotaLedger::SetStepHookForTest(LowerTheLimit);
+    bool reserved = ledger->TryReserve(0, 40 * kMiB);
+    QuotaLedger::SetStepHookForTest(nullptr);
+    EXPECT_EQ(g_lowering.seen, 60 * kMiB) << "the setter counted the bytes in flight";
+    EXPECT_LE(ledger->Used(0), ledger->Limit(0)) << lower_to / kMiB;
+    EXPECT_TRUE(reserved) << lower_to / kMiB;
+    EXPECT_EQ(g_lowering.set_ok, lower_to == 60 * kMiB);
+    EXPECT_EQ(ledger->Limit(0), g_lowering.set_ok ? lower_to : 64 * kMiB);
+    ledger->Release(0, 40 * kMiB);
+    ledger->SetLimit(0, 64 * kMiB);
   }
 }
 
