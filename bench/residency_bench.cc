@@ -24,8 +24,8 @@
 // copy, a cost a GPU does not have).
 // Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -164,7 +164,8 @@ pid_t StartClient(const std::string& node, const std::string& devs, const std::s
   std::vector<std::string> scrub;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string name(*e, strcspn(*e, "="));
-    if (vgpu::IsConfigVariable(name) || (name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0)) {
+    if (vgpu::IsConfigVariable(name) ||
+        (name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0)) {
       scrub.push_back(name);
     }
   }
@@ -195,10 +196,9 @@ Pinned ReadPinned(const std::string& path) {
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
-    if (std::sscanf(line.c_str(), "d2h=%lf h2d=%lf h2d_fresh=%lf", &p.d2h, &p.h2d,
-                    &p.h2d_fresh) == 3) {
-      break;
-    }
+    const int got = std::sscanf(line.c_str(), "d2h=%lf h2d=%lf h2d_fresh=%lf", &p.d2h, &p.h2d,
+                                &p.h2d_fresh);
+    if (got == 3) break;
   }
   return p;
 }

@@ -27,8 +27,8 @@ CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, unsigned fla
   // every page then): its first copy does not fault pages in. Managed memory
   // stays lazy, as the driver's migrates on touch.
   int populate = kind == AllocKind::kHostPinned ? MAP_POPULATE : 0;
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate,
-                 -1, 0);
+  void* p =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   AllocInfo info;
   info.base = reinterpret_cast<CUdeviceptr>(p);

@@ -29,8 +29,8 @@ HostBuf HostPool::Take(size_t size) {
 }
 
 bool HostPool::Pin(const HostBuf& b) {
-  CUresult r = TABLE_CALL(cuda_, cuMemHostRegister_v2, b.p, Pages(b.size),
-                          CU_MEMHOSTREGISTER_PORTABLE);
+  CUresult r =
+      TABLE_CALL(cuda_, cuMemHostRegister_v2, b.p, Pages(b.size), CU_MEMHOSTREGISTER_PORTABLE);
   return r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 }
 
@@ -132,7 +132,8 @@ CUresult CopyQueue::Add(CUcontext ctx, bool to_host, uint8_t* host, CUdeviceptr 
     CUresult r = with_context_(ctx, [&] {
       CUresult q = to_host ? TABLE_CALL(cuda_, cuMemcpyDtoHAsync_v2, host + o, dev + o, len, s)
                            : TABLE_CALL(cuda_, cuMemcpyHtoDAsync_v2, dev + o, host + o, len, s);
-      if (q == CUDA_SUCCESS) q = TABLE_CALL(cuda_, cuEventCreate, &piece.done, CU_EVENT_DISABLE_TIMING);
+      if (q == CUDA_SUCCESS)
+        q = TABLE_CALL(cuda_, cuEventCreate, &piece.done, CU_EVENT_DISABLE_TIMING);
       if (q == CUDA_SUCCESS) q = TABLE_CALL(cuda_, cuEventRecord, piece.done, s);
       return q;
     });

@@ -109,7 +109,7 @@ class CopyQueue {
   std::function<CUresult(CUcontext, const std::function<CUresult()>&)> with_context_;
   uint64_t total_;
   std::function<void(uint64_t, uint64_t)> progress_;
-  std::deque<Lane> lanes_;  // stable addresses: pieces point at their lane
+  std::deque<Lane> lanes_;     // stable addresses: pieces point at their lane
   std::vector<Piece> flight_;  // oldest first
   std::vector<const void*> failed_tags_;
   uint64_t done_ = 0;

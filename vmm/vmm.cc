@@ -438,9 +438,10 @@ CUresult Manager::CopyOutLocked(uint64_t total,
                                 const std::function<void(uint64_t, uint64_t)>& progress) {
   CUresult r = CUDA_SUCCESS;
   {
-    CopyQueue q(cuda_, [this](CUcontext ctx, const std::function<CUresult()>& f) {
-      return WithContext(ctx, f);
-    }, total, progress);
+    CopyQueue q(
+        cuda_,
+        [this](CUcontext ctx, const std::function<CUresult()>& f) { return WithContext(ctx, f); },
+        total, progress);
     for (auto& [va, c] : chunks_) {
       if (!c->mapped) continue;
       c->host = host_pool_.Take(c->size);
@@ -449,7 +450,8 @@ CUresult Manager::CopyOutLocked(uint64_t total,
         break;
       }
       // Pinning is best effort: a pageable buffer is staged by the driver.
-      WithContext(c->ctx, [&] { return host_pool_.Pin(c->host) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; });
+      WithContext(c->ctx,
+                  [&] { return host_pool_.Pin(c->host) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; });
       r = q.Add(c->ctx, /*to_host=*/true, c->host.p, c->va, c->size, c.get());
       if (r != CUDA_SUCCESS) break;
     }
@@ -490,9 +492,10 @@ CUresult Manager::RecreateAll(const std::function<void(uint64_t, uint64_t)>& pro
   for (const auto& [va, c] : chunks_) total += (!c->mapped && c->host.p != nullptr) ? c->size : 0;
   CUresult r = CUDA_SUCCESS;
   {
-    CopyQueue q(cuda_, [this](CUcontext ctx, const std::function<CUresult()>& f) {
-      return WithContext(ctx, f);
-    }, total, progress);
+    CopyQueue q(
+        cuda_,
+        [this](CUcontext ctx, const std::function<CUresult()>& f) { return WithContext(ctx, f); },
+        total, progress);
     std::vector<Chunk*> mapped_now;  // in VA order
     // Chunk k+1 is mapped while chunk k copies. Only the job's own chunks
     // are mapped: a resume needs no more device memory than it had.
