@@ -14,9 +14,18 @@
 // the copy. The memcpy reference copies a 256 MiB buffer repeatedly (memory
 // bandwidth does not depend on the size past the caches, and two buffers of
 // the full size would not fit next to the device memory of a large run).
+// The copy references are the node's own bulk bandwidth between device memory
+// and page-locked host memory (cuMemHostAlloc, cuMemcpyDtoH / cuMemcpyHtoD of
+// 256 MiB), measured by `vgpu_residency_client bandwidth` on the same node
+// without libvgpu before the job starts; suspend is reported against the
+// device-to-host figure and resume against the host-to-device one, and also
+// against the same copy into freshly created and mapped device memory (what a
+// resume copies into; on the simulator its host pages are faulted in by the
+// copy, a cost a GPU does not have).
 // Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,6 +152,57 @@ Disk DiskProbe(const std::string& dir, size_t bytes) {
   return d;
 }
 
+// Starts vgpu_residency_client with `args` on simulated node `node`, stdout
+// to `out`; under libvgpu (VMM on) when `preload`.
+pid_t StartClient(const std::string& node, const std::string& devs, const std::string& run_dir,
+                  const std::string& out, bool preload, const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  dup2(fd, 1);
+  // The caller's libvgpu settings must not change what is measured.
+  std::vector<std::string> scrub;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string name(*e, strcspn(*e, "="));
+    if (vgpu::IsConfigVariable(name) ||
+        (name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0)) {
+      scrub.push_back(name);
+    }
+  }
+  for (const auto& n : scrub) unsetenv(n.c_str());
+  unsetenv("LD_PRELOAD");
+  setenv("VGPU_SIM_NODE", node.c_str(), 1);
+  setenv("VGPU_SIM_DEVICES", devs.c_str(), 1);
+  setenv("LD_LIBRARY_PATH", VGPU_BENCH_SIM_DIR, 1);
+  if (preload) {
+    setenv("VGPU_VMM", "on", 1);
+    setenv("VGPU_RUN_DIR", run_dir.c_str(), 1);
+    setenv("LD_PRELOAD", VGPU_BENCH_LIBVGPU, 1);
+  }
+  std::vector<char*> argv{const_cast<char*>(VGPU_BENCH_CLIENT)};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(VGPU_BENCH_CLIENT, argv.data());
+  _exit(127);
+}
+
+struct Pinned {
+  double d2h = 0, h2d = 0;  // GB/s
+  double h2d_fresh = 0;     // into device memory created and mapped just before
+};
+
+Pinned ReadPinned(const std::string& path) {
+  Pinned p;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    const int got = std::sscanf(line.c_str(), "d2h=%lf h2d=%lf h2d_fresh=%lf", &p.d2h, &p.h2d,
+                                &p.h2d_fresh);
+    if (got == 3) break;
+  }
+  return p;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,31 +224,18 @@ int main(int argc, char** argv) {
   std::string stop = dir + "/stop", out = dir + "/client.out";
   unlink(stop.c_str());
   size_t bytes = mib << 20;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    std::string node = "VGPU_SIM_NODE=vgpu-bench-residency-" + std::to_string(getpid());
-    std::string devs = "VGPU_SIM_DEVICES=1x" + std::to_string(mib / 1024 + 2) + "GiB";
-    // The caller's libvgpu settings must not change what is measured.
-    std::vector<std::string> scrub;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string name(*e, strcspn(*e, "="));
-      if (vgpu::IsConfigVariable(name) || (name.rfind("VGPU_", 0) == 0 && name.rfind("VGPU_SIM_", 0) != 0)) {
-        scrub.push_back(name);
-      }
-    }
-    for (const auto& n : scrub) unsetenv(n.c_str());
-    putenv(const_cast<char*>(strdup(node.c_str())));
-    putenv(const_cast<char*>(strdup(devs.c_str())));
-    setenv("LD_LIBRARY_PATH", VGPU_BENCH_SIM_DIR, 1);
-    setenv("VGPU_VMM", "on", 1);
-    setenv("VGPU_RUN_DIR", run_dir.c_str(), 1);
-    setenv("LD_PRELOAD", VGPU_BENCH_LIBVGPU, 1);
-    std::string m = std::to_string(mib);
-    execl(VGPU_BENCH_CLIENT, VGPU_BENCH_CLIENT, "hold", "1", stop.c_str(), m.c_str(), nullptr);
-    _exit(127);
+  const std::string node = "vgpu-bench-residency-" + std::to_string(getpid());
+  const std::string devs = "1x" + std::to_string(mib / 1024 + 2) + "GiB";
+  const std::string m = std::to_string(mib);
+  const std::string ref_out = dir + "/bandwidth.out";
+  pid_t ref = StartClient(node, devs, run_dir, ref_out, false, {"bandwidth", m});
+  int ref_st = 0;
+  waitpid(ref, &ref_st, 0);
+  Pinned pinned = ReadPinned(ref_out);
+  if (!WIFEXITED(ref_st) || WEXITSTATUS(ref_st) != 0 || pinned.d2h <= 0) {
+    Die("the pinned bandwidth reference failed (" + ref_out + ")");
   }
+  pid_t pid = StartClient(node, devs, run_dir, out, true, {"hold", "1", stop, m});
   std::string sock = run_dir + "/agent-" + std::to_string(pid) + ".sock";
   for (int i = 0;; ++i) {
     std::ifstream f(out);
@@ -224,6 +271,7 @@ int main(int argc, char** argv) {
   int st = 0;
   waitpid(pid, &st, 0);
   std::filesystem::remove_all(dir + "/ckpt");
+  shm_unlink(("/vgpu-sim-" + node).c_str());
   double gb = bytes / 1e9, slower = std::min(mem, disk);
   auto row = [&](const char* what, double secs) {
     std::printf("%-40s %9.3f %10.2f %8.0f%%\n", what, secs, gb / secs, 100.0 * gb / secs / slower);
@@ -231,6 +279,9 @@ int main(int argc, char** argv) {
   std::printf("device memory: %zu MiB (incompressible), best of %d rounds\n", mib, rounds);
   std::printf("%-40s %9s %10s %9s\n", "operation", "seconds", "GB/s", "of slower");
   std::printf("%-40s %9s %10.2f\n", "host memcpy (reference)", "", mem);
+  std::printf("%-40s %9s %10.2f\n", "D2H into pinned memory (reference)", "", pinned.d2h);
+  std::printf("%-40s %9s %10.2f\n", "H2D from pinned memory (reference)", "", pinned.h2d);
+  std::printf("%-40s %9s %10.2f\n", "H2D into fresh device memory (ref.)", "", pinned.h2d_fresh);
   std::printf("%-40s %9s %10.2f\n",
               probe.direct ? "disk write O_DIRECT + fsync (reference)"
                            : "disk write + fsync (reference)",
@@ -249,6 +300,12 @@ int main(int argc, char** argv) {
   if (!skip_suspend) {
     double drain = Phase(best_susp, "drain"), copy = Phase(best_susp, "copy_out");
     double release = Phase(best_susp, "release");
+    std::printf("suspend vs pinned D2H: %.0f%% (whole request; its copy phase alone: %.0f%%)\n",
+                100.0 * gb / best_susp.seconds / pinned.d2h,
+                copy > 0 ? 100.0 * gb / copy / pinned.d2h : 0.0);
+    std::printf("resume vs pinned H2D: %.0f%% (whole request: map + copy in); vs H2D into fresh "
+                "device memory: %.0f%%\n",
+                100.0 * gb / best_res / pinned.h2d, 100.0 * gb / best_res / pinned.h2d_fresh);
     std::printf(
         "suspend phases (agent): drain %.1f ms, copy out %.1f ms, unmap + release %.1f ms\n",
         drain * 1e3, copy * 1e3, release * 1e3);

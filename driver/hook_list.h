@@ -97,7 +97,7 @@
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
   X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
-  X(cuStreamDestroy_v2)
+  X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)
 
 // NVML entry points (types from driver/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \

@@ -23,7 +23,12 @@ CUresult RequireContext(Context** out) {
 CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, unsigned flags, void** out) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   size_t size = RoundUp(bytes, kPageSize);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Page-locked memory is resident from the allocation on (the driver pins
+  // every page then): its first copy does not fault pages in. Managed memory
+  // stays lazy, as the driver's migrates on touch.
+  int populate = kind == AllocKind::kHostPinned ? MAP_POPULATE : 0;
+  void* p =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   AllocInfo info;
   info.base = reinterpret_cast<CUdeviceptr>(p);
@@ -37,6 +42,16 @@ CUresult AllocHostVisible(size_t bytes, AllocKind kind, int device, unsigned fla
   AddressSpace::Get().AddMapping(info.base, size, p, device, true);
   *out = p;
   return CUDA_SUCCESS;
+}
+
+// Registering page-locks the range: the driver faults every page in then, so
+// copies from and to it never do. Best effort (kernels before 5.14 lack the
+// advice; the pages then come in on first touch).
+void PinPages(void* p, size_t bytes, bool read_only) {
+  constexpr int kPopulateRead = 22, kPopulateWrite = 23;  // MADV_POPULATE_*
+  auto page = reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kPageSize} - 1);
+  size_t len = RoundUp(reinterpret_cast<uintptr_t>(p) + bytes - page, kPageSize);
+  madvise(reinterpret_cast<void*>(page), len, read_only ? kPopulateRead : kPopulateWrite);
 }
 
 CUresult FreeHostVisible(void* p, AllocKind kind) {
@@ -197,6 +212,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsig
   if (as.FindAllocation(base, nullptr) || as.AnyMapping(base, bytesize)) {
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   }
+  PinPages(p, bytesize, (Flags & CU_MEMHOSTREGISTER_READ_ONLY) != 0);
   AllocInfo info;
   info.base = base;
   info.size = bytesize;

@@ -64,8 +64,10 @@ CUresult QueueCopy(CUstream h, bool ptds, Sync sync, const Endpoint& dst, size_t
   if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   bool capturing = s->capture_graph() != nullptr;
-  // Pageable host memory is staged by the real driver before the call returns.
-  if ((dst.pageable || src.pageable) && !capturing) sync = Sync::kHost;
+  // Pageable host memory is staged by the real driver (a bounce-buffer copy)
+  // before the call returns; pinned memory is a DMA, asynchronous.
+  const bool pageable = dst.pageable || src.pageable;
+  if (pageable && !capturing) sync = Sync::kHost;
   Op* op = s->Begin();
   op->kind = OpKind::kCopy;
   op->dst = dst.p;
@@ -74,6 +76,7 @@ CUresult QueueCopy(CUstream h, bool ptds, Sync sync, const Endpoint& dst, size_t
   op->height = height;
   op->dst_pitch = dst_pitch;
   op->src_pitch = src_pitch;
+  op->staged = pageable;
   s->Commit();
   if (sync == Sync::kHost && !capturing) return s->Synchronize();
   return CUDA_SUCCESS;

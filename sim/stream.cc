@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <shared_mutex>
 #include <unordered_set>
 
@@ -45,6 +46,28 @@ void CopyRows(const Op& op) {
   }
 }
 
+// Pageable host memory cannot be the target of a DMA: the driver copies it
+// through pinned staging buffers, a second pass over every byte, which is why
+// pageable copies run well below pinned ones on a GPU. Overlapping ranges
+// (a host-to-host copy within one buffer) keep memmove's semantics.
+void CopyRowsStaged(const Op& op) {
+  constexpr size_t kStage = 1u << 20;
+  thread_local std::unique_ptr<uint8_t[]> stage;  // one per stream worker, kept
+  size_t span = (op.height - 1) * std::max(op.dst_pitch, op.src_pitch) + op.width;
+  bool overlap = op.dst < op.src + span && op.src < op.dst + span;
+  if (stage == nullptr && !overlap) stage.reset(new (std::nothrow) uint8_t[kStage]);
+  if (stage == nullptr || overlap) return CopyRows(op);
+  for (size_t r = 0; r < op.height; ++r) {
+    uint8_t* dst = op.dst + r * op.dst_pitch;
+    const uint8_t* src = op.src + r * op.src_pitch;
+    for (size_t o = 0; o < op.width; o += kStage) {
+      size_t n = std::min(kStage, op.width - o);
+      std::memcpy(stage.get(), src + o, n);
+      std::memcpy(dst + o, stage.get(), n);
+    }
+  }
+}
+
 void SetRows(const Op& op) {
   for (size_t r = 0; r < op.height; ++r) {
     uint8_t* row = op.dst + r * op.dst_pitch;
@@ -77,6 +100,7 @@ void CopyOp(const Op& from, Op* to) {
   to->src_pitch = from.src_pitch;
   to->value = from.value;
   to->elem = from.elem;
+  to->staged = from.staged;
   to->host_fn = from.host_fn;
   to->callback = from.callback;
   to->user = from.user;
@@ -264,7 +288,11 @@ void Stream::Execute(Op& op) {
       ExecuteKernel(op);
       return;  // sets last_end_ns_
     case OpKind::kCopy:
-      CopyRows(op);
+      if (op.staged) {
+        CopyRowsStaged(op);
+      } else {
+        CopyRows(op);
+      }
       break;
     case OpKind::kSet:
       SetRows(op);

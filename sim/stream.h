@@ -51,6 +51,7 @@ struct Op {
   size_t width = 0, height = 1, dst_pitch = 0, src_pitch = 0;
   uint32_t value = 0;
   uint8_t elem = 1;
+  bool staged = false;  // kCopy: pageable host memory, copied through a bounce buffer
   // kHostFn / kCallback
   CUhostFn host_fn = nullptr;
   CUstreamCallback callback = nullptr;

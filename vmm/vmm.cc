@@ -1,8 +1,10 @@
 #include "vmm/vmm.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
-
+#include <utility>
 
 namespace vgpu::vmm {
 namespace {
@@ -64,7 +66,17 @@ void GiveBack(std::map<K, size_t>* fl, K off, size_t len) {
   }
 }
 
+// Host copies kept page-locked between suspends: at most a quarter of the
+// host's memory (the rest of a job's copies are allocated per suspend).
+uint64_t KeepHostMax() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4;
+}
+
 }  // namespace
+
+Manager::Manager(const driver::RealCuda& cuda) : cuda_(cuda), host_pool_(cuda, KeepHostMax()) {}
 
 CUresult Manager::WithContext(CUcontext ctx, const std::function<CUresult()>& f) const {
   CUcontext prev = nullptr;
@@ -225,6 +237,12 @@ bool Manager::QuotaHasHeadroom(int device) const {
 void Manager::Retire(Chunk* c, bool may_cache) {
   auto node = chunks_.extract(c->va);
   std::unique_ptr<Chunk> owned = std::move(node.mapped());
+  if (c->host.p != nullptr) {
+    WithContext(c->ctx, [&] {
+      host_pool_.Give(std::exchange(c->host, {}));
+      return CUDA_SUCCESS;
+    });
+  }
   auto sit = spaces_.find(c->device);
   if (may_cache && c->mapped && sit != spaces_.end()) {
     Space& s = sit->second;
@@ -416,21 +434,41 @@ bool Manager::AllMapped() {
   return true;
 }
 
-// Copies a chunk to or from its host copy in 64 MiB pieces, with progress.
-CUresult Manager::CopyChunk(Chunk* c, bool to_host, uint64_t* done, uint64_t total,
-                            const std::function<void(uint64_t, uint64_t)>& progress) {
-  return WithContext(c->ctx, [&] {
-    constexpr size_t kPiece = 64ull << 20;
-    for (size_t o = 0; o < c->size; o += kPiece) {
-      size_t n = std::min(kPiece, c->size - o);
-      CUresult r = to_host ? TABLE_CALL(cuda_, cuMemcpyDtoH_v2, c->host.get() + o, c->va + o, n)
-                           : TABLE_CALL(cuda_, cuMemcpyHtoD_v2, c->va + o, c->host.get() + o, n);
-      if (r != CUDA_SUCCESS) return r;
-      *done += n;
-      if (progress) progress(*done, total);
+CUresult Manager::CopyOutLocked(uint64_t total,
+                                const std::function<void(uint64_t, uint64_t)>& progress) {
+  CUresult r = CUDA_SUCCESS;
+  {
+    CopyQueue q(
+        cuda_,
+        [this](CUcontext ctx, const std::function<CUresult()>& f) { return WithContext(ctx, f); },
+        total, progress);
+    for (auto& [va, c] : chunks_) {
+      if (!c->mapped) continue;
+      c->host = host_pool_.Take(c->size);
+      if (c->host.p == nullptr) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        break;
+      }
+      // Pinning is best effort: a pageable buffer is staged by the driver.
+      WithContext(c->ctx,
+                  [&] { return host_pool_.Pin(c->host) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; });
+      r = q.Add(c->ctx, /*to_host=*/true, c->host.p, c->va, c->size, c.get());
+      if (r != CUDA_SUCCESS) break;
     }
+    CUresult f = q.Finish();
+    if (r == CUDA_SUCCESS) r = f;
+  }
+  if (r != CUDA_SUCCESS) {
+    DropHostCopiesLocked();  // the copies made so far are stale
+    return r;
+  }
+  // Kept buffers no chunk took are of sizes the job no longer has.
+  CUcontext any = chunks_.empty() ? nullptr : chunks_.begin()->second->ctx;
+  WithContext(any, [&] {
+    host_pool_.FreeKept();
     return CUDA_SUCCESS;
   });
+  return CUDA_SUCCESS;
 }
 
 CUresult Manager::ReleaseAll(bool keep_host,
@@ -438,20 +476,11 @@ CUresult Manager::ReleaseAll(bool keep_host,
   std::lock_guard<std::mutex> lock(mu_);
   // Cached chunks hold no data: give them back rather than copy them.
   TrimLocked(-1);
-  uint64_t total = 0, done = 0;
+  uint64_t total = 0;
   for (const auto& [va, c] : chunks_) total += c->mapped ? c->size : 0;
+  // Copy everything out first: a failed copy leaves every chunk mapped.
   if (keep_host) {
-    // Copy everything out first: a failed copy leaves every chunk mapped.
-    for (auto& [va, c] : chunks_) {
-      if (!c->mapped) continue;
-      c->host.reset(new (std::nothrow) uint8_t[c->size]);
-      CUresult r = c->host == nullptr ? CUDA_ERROR_OUT_OF_MEMORY
-                                      : CopyChunk(c.get(), /*to_host=*/true, &done, total, progress);
-      if (r != CUDA_SUCCESS) {
-        for (auto& [v2, c2] : chunks_) c2->host.reset();  // the copies made so far are stale
-        return r;
-      }
-    }
+    if (CUresult r = CopyOutLocked(total, progress); r != CUDA_SUCCESS) return r;
   }
   for (auto& [va, c] : chunks_) UnmapChunk(c.get());
   return CUDA_SUCCESS;
@@ -459,21 +488,42 @@ CUresult Manager::ReleaseAll(bool keep_host,
 
 CUresult Manager::RecreateAll(const std::function<void(uint64_t, uint64_t)>& progress) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t total = 0, done = 0;
-  for (const auto& [va, c] : chunks_) total += (!c->mapped && c->host != nullptr) ? c->size : 0;
-  for (auto& [va, c] : chunks_) {
-    if (c->mapped) continue;
-    if (CUresult r = MapChunk(c.get()); r != CUDA_SUCCESS) return r;
-    if (c->host == nullptr) continue;
-    if (CUresult r = CopyChunk(c.get(), /*to_host=*/false, &done, total, progress);
-        r != CUDA_SUCCESS) {
-      UnmapChunk(c.get());  // keeps the host copy: a retry maps and copies it again
-      return r;
+  uint64_t total = 0;
+  for (const auto& [va, c] : chunks_) total += (!c->mapped && c->host.p != nullptr) ? c->size : 0;
+  CUresult r = CUDA_SUCCESS;
+  {
+    CopyQueue q(
+        cuda_,
+        [this](CUcontext ctx, const std::function<CUresult()>& f) { return WithContext(ctx, f); },
+        total, progress);
+    std::vector<Chunk*> mapped_now;  // in VA order
+    // Chunk k+1 is mapped while chunk k copies. Only the job's own chunks
+    // are mapped: a resume needs no more device memory than it had.
+    for (auto& [va, c] : chunks_) {
+      if (c->mapped) continue;
+      if (r = MapChunk(c.get()); r != CUDA_SUCCESS) break;
+      mapped_now.push_back(c.get());
+      if (c->host.p == nullptr) continue;
+      r = q.Add(c->ctx, /*to_host=*/false, c->host.p, c->va, c->size, c.get());
+      if (r != CUDA_SUCCESS) break;
+    }
+    CUresult f = q.Finish();
+    if (r == CUDA_SUCCESS) r = f;
+    if (r != CUDA_SUCCESS) {
+      // The chunks copied before the first failure stay resumed; that one
+      // and those after it are released again, keeping their host copies:
+      // a retry maps and copies them again.
+      bool ok = true;
+      for (Chunk* c : mapped_now) {
+        ok = ok && q.Completed(c);
+        if (!ok) UnmapChunk(c);
+      }
     }
   }
+  if (r != CUDA_SUCCESS) return r;
   // Only now: after a failure midway the process is still suspended, and a
   // checkpoint of it needs every chunk's host copy, restored ones included.
-  for (auto& [va, c] : chunks_) c->host.reset();
+  DropHostCopiesLocked();
   return CUDA_SUCCESS;
 }
 
@@ -483,13 +533,30 @@ const uint8_t* Manager::HostCopy(CUdeviceptr va) {
   if (it == chunks_.begin()) return nullptr;
   --it;
   Chunk* c = it->second.get();
-  if (va >= c->va + c->size || c->host == nullptr) return nullptr;
-  return c->host.get() + (va - c->va);
+  if (va >= c->va + c->size || c->host.p == nullptr) return nullptr;
+  return c->host.p + (va - c->va);
+}
+
+void Manager::DropHostCopiesLocked() {
+  for (auto& [va, c] : chunks_) {
+    if (c->host.p == nullptr) continue;
+    // Kept for the next suspend; one beyond the bound is unregistered (the
+    // chunk's context current) and freed.
+    WithContext(c->ctx, [&] {
+      host_pool_.Give(std::exchange(c->host, {}));
+      return CUDA_SUCCESS;
+    });
+  }
 }
 
 void Manager::DropHostCopies() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [va, c] : chunks_) c->host.reset();
+  DropHostCopiesLocked();
+}
+
+uint64_t Manager::KeptHostBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return host_pool_.kept_bytes();
 }
 
 }  // namespace vgpu::vmm

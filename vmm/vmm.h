@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "driver/real_driver.h"
+#include "vmm/host_copies.h"
 
 namespace vgpu::vmm {
 
@@ -67,7 +68,7 @@ struct Chunk {
   bool mapped = false;  // false with a handle: cached, physical memory kept
   std::map<size_t, size_t> free_list;  // small chunks: offset -> length
   size_t live = 0;                     // allocations in it
-  std::unique_ptr<uint8_t[]> host;     // contents while released to host RAM
+  HostBuf host;  // contents while released to host RAM (HostPool's)
 };
 
 // Bounds of the freed-chunk cache, per device: at most kCacheMaxChunks chunks
@@ -97,7 +98,8 @@ struct Accounting {
 class Manager {
  public:
   // `cuda` must outlive the manager.
-  explicit Manager(const driver::RealCuda& cuda) : cuda_(cuda) {}
+  explicit Manager(const driver::RealCuda& cuda);
+  ~Manager() { host_pool_.FreeKept(); }
   Manager(const Manager&) = delete;
   Manager& operator=(const Manager&) = delete;
   void SetAccounting(const Accounting& a) { accounting_ = a; }
@@ -127,12 +129,19 @@ class Manager {
   uint64_t MappedBytes();
   // Destroys the cached chunks, then copies every chunk to host RAM
   // (keep_host) and/or unmaps and releases its physical memory; the VAs stay
-  // reserved.
+  // reserved. The copies go to page-locked buffers kept between suspends
+  // (host_copies.h), several in flight. A failed copy leaves every chunk
+  // mapped and no host copy.
   CUresult ReleaseAll(bool keep_host, const std::function<void(uint64_t, uint64_t)>& progress);
   // Maps fresh physical memory at every released chunk's VA and, if it has a
-  // host copy, copies it back (and drops the copy).
+  // host copy, copies it back; the copies are dropped (kept for the next
+  // suspend) once all are back. A failed map or copy leaves the chunks before
+  // it mapped and the failed one and those after it released, each with its
+  // host copy, so that the next call maps and copies what is missing.
   CUresult RecreateAll(const std::function<void(uint64_t, uint64_t)>& progress);
   void DropHostCopies();
+  // Host bytes kept page-locked between suspends for the next one.
+  uint64_t KeptHostBytes();
   // The host copy of the byte at va while its chunk is released; else null.
   const uint8_t* HostCopy(CUdeviceptr va);
   bool AllMapped();
@@ -180,13 +189,16 @@ class Manager {
   CUresult MapHandle(Chunk* c);
   // Unmaps (if mapped) and releases c's physical memory.
   void UnmapChunk(Chunk* c);
-  CUresult CopyChunk(Chunk* c, bool to_host, uint64_t* done, uint64_t total,
-                     const std::function<void(uint64_t, uint64_t)>& progress);
+  // ReleaseAll's copy phase: every mapped chunk into a host buffer.
+  CUresult CopyOutLocked(uint64_t total, const std::function<void(uint64_t, uint64_t)>& progress);
+  // Gives every chunk's host copy back to the pool.
+  void DropHostCopiesLocked();
   void FreeEntryLocked(std::unordered_map<CUdeviceptr, Entry>::iterator it, bool may_cache);
 
   const driver::RealCuda& cuda_;
   Accounting accounting_;
   std::mutex mu_;
+  HostPool host_pool_;
   std::map<int, Space> spaces_;
   std::map<CUdeviceptr, std::unique_ptr<Chunk>> chunks_;       // by VA
   std::unordered_map<CUdeviceptr, Entry> entries_;              // by base VA

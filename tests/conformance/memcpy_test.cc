@@ -1,6 +1,8 @@
 // Copies and memsets, synchronous and asynchronous, 1D and 2D, with data
 // verification.
 #include <cudaTypedefs.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <numeric>
@@ -282,6 +284,61 @@ TEST_F(MemcpyTest, HostToArrayAndBack) {
   ASSERT_CU_OK(atoh(back.data(), arr, 16, 128 * 4));
   EXPECT_EQ(0, memcmp(back.data(), pattern_.data() + 4, 128 * 4));
   ASSERT_CU_OK(cuArrayDestroy(arr));
+}
+
+// Pageable copies bigger than a driver's staging buffer, of an odd size, in
+// both directions and from the asynchronous entry points too: every byte
+// arrives (the driver, and the simulator, copy them through bounce buffers).
+TEST_F(MemcpyTest, PageableCopiesLargerThanTheStagingBuffer) {
+  const size_t n = (3u << 20) + 123;
+  CUdeviceptr d = 0;
+  ASSERT_CU_OK(cuMemAlloc(&d, n));
+  std::vector<uint8_t> src(n), back(n, 0), back_async(n, 0);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 131 + (i >> 20));
+  ASSERT_CU_OK(cuMemcpyHtoD(d, src.data(), n));
+  ASSERT_CU_OK(cuMemcpyDtoH(back.data(), d, n));
+  EXPECT_TRUE(back == src);
+  CUstream s;
+  ASSERT_CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU_OK(cuMemsetD8(d, 0, n));
+  ASSERT_CU_OK(cuMemcpyHtoDAsync(d, src.data(), n, s));
+  ASSERT_CU_OK(cuMemcpyDtoHAsync(back_async.data(), d, n, s));
+  ASSERT_CU_OK(cuStreamSynchronize(s));
+  EXPECT_TRUE(back_async == src);
+  ASSERT_CU_OK(cuStreamDestroy(s));
+  ASSERT_CU_OK(cuMemFree(d));
+}
+
+class SimMemcpyTest : public MemcpyTest {
+ protected:
+  // Pages of [p, p+n) the host kernel has resident.
+  static size_t ResidentPages(void* p, size_t n) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> v((n + page - 1) / page);
+    if (mincore(p, n, v.data()) != 0) return 0;
+    size_t k = 0;
+    for (unsigned char c : v) k += c & 1;
+    return k;
+  }
+};
+
+// Page-locked memory is resident from the call that makes it so, as the
+// driver pins every page then: a DMA into it never faults pages in (the
+// simulator populates cuMemHostAlloc memory and faults a registered range in).
+TEST_F(SimMemcpyTest, PageLockedHostMemoryIsResidentFromTheStart) {
+  SKIP_UNLESS_SIM();
+  const size_t n = 8u << 20, pages = n / static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* pinned = nullptr;
+  ASSERT_CU_OK(cuMemHostAlloc(&pinned, n, CU_MEMHOSTALLOC_PORTABLE));
+  EXPECT_EQ(ResidentPages(pinned, n), pages) << "cuMemHostAlloc memory is not resident";
+  ASSERT_CU_OK(cuMemFreeHost(pinned));
+  void* mine = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mine, MAP_FAILED);
+  ASSERT_EQ(ResidentPages(mine, n), 0u);
+  ASSERT_CU_OK(cuMemHostRegister(mine, n, CU_MEMHOSTREGISTER_PORTABLE));
+  EXPECT_EQ(ResidentPages(mine, n), pages) << "a registered range is not resident";
+  ASSERT_CU_OK(cuMemHostUnregister(mine));
+  munmap(mine, n);
 }
 
 }  // namespace

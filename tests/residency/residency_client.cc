@@ -16,10 +16,23 @@
 //                      queued (behind a 400 ms sleep) in a second context that
 //                      allocates nothing; prints "ready" right after queueing,
 //                      waits for FILE, exits 0 iff the buffer holds the fill.
+//   bandwidth MiB      the node's bulk copy bandwidth into page-locked memory
+//                      (the residency bench's reference; run it without
+//                      LD_PRELOAD): MiB bytes each way in cuMemcpyDtoH /
+//                      cuMemcpyHtoD calls of up to 256 MiB between a device
+//                      buffer and a cuMemHostAlloc buffer, both touched
+//                      first; prints "d2h=<GB/s> h2d=<GB/s>
+//                      h2d_fresh=<GB/s>", best of 3 each. h2d_fresh is what
+//                      a resume does: cuMemCreate + cuMemMap of fresh
+//                      physical memory, then the same copy into it (on the
+//                      simulator, fresh device memory is host pages faulted
+//                      in by the copy).
 #include <cuda.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +49,59 @@ void Check(CUresult r, const char* what) {
 }
 #define CU(x) Check((x), #x)
 
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int Bandwidth(size_t total) {
+  const size_t n = std::min<size_t>(total, 256u << 20);
+  const size_t reps = std::max<size_t>(1, total / n);
+  CUdeviceptr d = 0;
+  void* h = nullptr;
+  CU(cuMemAlloc(&d, n));
+  CU(cuMemHostAlloc(&h, n, CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(h, 0x5a, n);
+  CU(cuMemcpyHtoD(d, h, n));  // device pages touched
+  double d2h = 0, h2d = 0;
+  for (int round = 0; round < 3; ++round) {
+    double t0 = Now();
+    for (size_t i = 0; i < reps; ++i) CU(cuMemcpyDtoH(h, d, n));
+    d2h = std::max(d2h, static_cast<double>(n * reps) / (Now() - t0) / 1e9);
+    t0 = Now();
+    for (size_t i = 0; i < reps; ++i) CU(cuMemcpyHtoD(d, h, n));
+    h2d = std::max(h2d, static_cast<double>(n * reps) / (Now() - t0) / 1e9);
+  }
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t gran = 0;
+  CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const size_t vn = (n + gran - 1) / gran * gran;
+  CUdeviceptr va = 0;
+  CU(cuMemAddressReserve(&va, vn, 0, 0, 0));
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  double fresh = 0;
+  for (int round = 0; round < 3; ++round) {
+    CUmemGenericAllocationHandle mem = 0;
+    double t0 = Now();
+    CU(cuMemCreate(&mem, vn, &prop, 0));
+    CU(cuMemMap(va, vn, 0, mem, 0));
+    CU(cuMemSetAccess(va, vn, &access, 1));
+    CU(cuMemcpyHtoD(va, h, n));
+    fresh = std::max(fresh, static_cast<double>(n) / (Now() - t0) / 1e9);
+    CU(cuMemUnmap(va, vn));
+    CU(cuMemRelease(mem));
+  }
+  CU(cuMemAddressFree(va, vn));
+  std::printf("d2h=%.3f h2d=%.3f h2d_fresh=%.3f\n", d2h, h2d, fresh);
+  CU(cuMemFreeHost(h));
+  CU(cuMemFree(d));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,6 +113,7 @@ int main(int argc, char** argv) {
   CUcontext ctx = nullptr;
   CU(cuDevicePrimaryCtxRetain(&ctx, dev));
   CU(cuCtxSetCurrent(ctx));
+  if (mode == "bandwidth" && argc >= 3) return Bandwidth(std::strtoull(argv[2], nullptr, 10) << 20);
   if (mode == "meminfo") {
     size_t free = 0, total = 0;
     CU(cuMemGetInfo(&free, &total));

@@ -197,10 +197,12 @@ corrupt)
   [ $st -eq 0 ] || fail "client saw wrong data after restore"
   ;;
 suspended_restore)
-  # The first cuMemcpyHtoDAsync of the process fails: only restore workers
-  # use it (the client and resume copy synchronously), so it hits the second
-  # restore below, after the image was verified and the host copies dropped.
-  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoDAsync_v2:1:999 LD_PRELOAD=$LIBVGPU \
+  # The 4th cuMemcpyHtoDAsync of the process fails: the client makes none,
+  # the refused restore none (it fails verifying), the resume between them
+  # one per chunk (3: the 2 MiB chunk of the small buffers, 3 MiB's and
+  # 8 MiB's, each one piece), so it hits the second restore below, after the
+  # image was verified and the host copies dropped.
+  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoDAsync_v2:4:999 LD_PRELOAD=$LIBVGPU \
     "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
   wait_ready "$work/hold.out"
@@ -239,10 +241,9 @@ suspended_restore)
   [ $st -eq 0 ] || fail "client saw wrong data after resume"
   ;;
 resume_retry)
-  # The client makes 5 cuMemcpyHtoD calls before "ready" and none after
-  # (its threads read and memset): the 6th is resume's copy of the first
-  # chunk.
-  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoD_v2:6:999 LD_PRELOAD=$LIBVGPU \
+  # The client makes no cuMemcpyHtoDAsync call (it copies synchronously):
+  # the first is resume's copy of the first chunk.
+  VGPU_VMM=on VGPU_SIM_FAULTS=cuMemcpyHtoDAsync_v2:1:999 LD_PRELOAD=$LIBVGPU \
     "$CLIENT" hold 2 "$work/stop" >"$work/hold.out" 2>&1 &
   child=$!
   wait_ready "$work/hold.out"

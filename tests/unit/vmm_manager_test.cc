@@ -38,11 +38,11 @@ bool FailsNow(std::atomic<int>* countdown) {
   return n == 1;
 }
 
-CUresult CUDAAPI ManagerHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
-  return FailsNow(&g_fail_htod_in) ? kInjected : ::cuMemcpyHtoD_v2(dst, src, bytes);
+CUresult CUDAAPI ManagerHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
+  return FailsNow(&g_fail_htod_in) ? kInjected : ::cuMemcpyHtoDAsync_v2(dst, src, bytes, s);
 }
-CUresult CUDAAPI ManagerDtoH(void* dst, CUdeviceptr src, size_t bytes) {
-  return FailsNow(&g_fail_dtoh_in) ? kInjected : ::cuMemcpyDtoH_v2(dst, src, bytes);
+CUresult CUDAAPI ManagerDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  return FailsNow(&g_fail_dtoh_in) ? kInjected : ::cuMemcpyDtoHAsync_v2(dst, src, bytes, s);
 }
 
 // The driver table the managers under test are given: the simulated driver
@@ -60,8 +60,17 @@ driver::RealCuda SimTable() {
   t.cuMemSetAccess_ = &::cuMemSetAccess;
   t.cuMemUnmap_ = &::cuMemUnmap;
   t.cuMemRelease_ = &::cuMemRelease;
-  t.cuMemcpyDtoH_v2_ = &ManagerDtoH;
-  t.cuMemcpyHtoD_v2_ = &ManagerHtoD;
+  t.cuMemcpyDtoHAsync_v2_ = &ManagerDtoH;
+  t.cuMemcpyHtoDAsync_v2_ = &ManagerHtoD;
+  t.cuStreamCreate_ = &::cuStreamCreate;
+  t.cuStreamSynchronize_ = &::cuStreamSynchronize;
+  t.cuStreamDestroy_v2_ = &::cuStreamDestroy_v2;
+  t.cuEventCreate_ = &::cuEventCreate;
+  t.cuEventRecord_ = &::cuEventRecord;
+  t.cuEventSynchronize_ = &::cuEventSynchronize;
+  t.cuEventDestroy_v2_ = &::cuEventDestroy_v2;
+  t.cuMemHostRegister_v2_ = &::cuMemHostRegister_v2;
+  t.cuMemHostUnregister_ = &::cuMemHostUnregister;
   return t;
 }
 
@@ -401,6 +410,32 @@ TEST_F(VmmManagerTest, FailedSuspendCopyKeepsEverythingMappedWithoutHostCopies) 
   ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(Read(ps[i], 2 * kMiB) == data[i]);
   for (CUdeviceptr p : ps) Free(p);
+}
+
+// Suspend copies go into page-locked host buffers that are kept between
+// cycles: the second suspend reuses the first one's buffer (same address,
+// still registered) instead of faulting fresh host memory in, and the data
+// still comes back byte for byte.
+TEST_F(VmmManagerTest, HostCopiesArePinnedAndKeptBetweenSuspends) {
+  CUdeviceptr p = Alloc(4 * kMiB);
+  std::vector<uint8_t> data = Pattern(4 * kMiB, 7);
+  Write(p, data);
+  ASSERT_EQ(m_.ReleaseAll(true, nullptr), CUDA_SUCCESS);
+  auto* first = const_cast<uint8_t*>(m_.HostCopy(p));
+  ASSERT_NE(first, nullptr);
+  unsigned flags = 0;
+  EXPECT_EQ(cuMemHostGetFlags(&flags, first), CUDA_SUCCESS) << "the host copy is not page-locked";
+  EXPECT_EQ(m_.KeptHostBytes(), 0u) << "a buffer in use is not a kept one";
+  ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(m_.KeptHostBytes(), 4 * kMiB) << "the resumed chunk's buffer was not kept";
+  data = Pattern(4 * kMiB, 8);  // new contents: the kept buffer's old ones must not come back
+  Write(p, data);
+  ASSERT_EQ(m_.ReleaseAll(true, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(m_.HostCopy(p), first) << "the second suspend did not reuse the kept buffer";
+  EXPECT_EQ(m_.KeptHostBytes(), 0u);
+  ASSERT_EQ(m_.RecreateAll(nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(Read(p, 4 * kMiB) == data) << "the data differs after the second cycle";
+  Free(p);
 }
 
 // Threads allocating and freeing while another trims the cache (run under
