@@ -45,7 +45,15 @@ void Merge(const nlohmann::json& info, Job* job) {
   Priority p;
   if (ParsePriority(info.value("priority", std::string("normal")), &p)) job->priority = p;
   job->weight = std::max(1, info.value("weight", 1));
-  job->compute_share = info.value("compute_share", 0);
+  // The share is per device; the job's is the largest (0: not limited).
+  job->compute_share = 0;
+  if (info.contains("devices") && info["devices"].is_array()) {
+    for (const auto& d : info["devices"]) {
+      if (d.is_object() && d.contains("compute_share") && d["compute_share"].is_number_integer()) {
+        job->compute_share = std::max(job->compute_share, d["compute_share"].get<int>());
+      }
+    }
+  }
   const bool ours = info.value("suspended_by", std::string()) == "vgpud";
   if (r.state == "running") {
     job->state = JobState::kRunning;

@@ -165,9 +165,13 @@ killed_parked)
   other=$pid_a; [ "$parked" = "$pid_a" ] && other=$pid_b
   [ "$other" = "$pid_b" ] && finish b
   kill -9 $other 2>/dev/null
-  wait 2>/dev/null
+  wait $other $parked 2>/dev/null
   "$VGPUCTL" quota "$VGPU_GROUP" >"$work/quota.out" 2>&1
-  grep -qE "^0 +1.0 GiB +0 B" "$work/quota.out" || fail "the group still holds memory: $(cat "$work/quota.out")"
+  # Rows list devices with a limit or usage; every one must show 0 B used.
+  grep -q "^DEVICE" "$work/quota.out" || fail "vgpuctl quota: $(cat "$work/quota.out")"
+  if grep -vE "^DEVICE|[[:space:]]0 B[[:space:]]*$" "$work/quota.out" | grep -q .; then
+    fail "the group still holds memory: $(cat "$work/quota.out")"
+  fi
   rm -f "/dev/shm/vgpu-ledger-$(id -u)-$VGPU_GROUP"
   ;;
 metrics)
