@@ -62,7 +62,7 @@ print(sum(e.get('seconds',0) for e in ev if e['kind']==k), sum(e.get('bytes',0) 
 
 if [ -z "$only" ] || [ "$only" = switch ]; then
   for m in 64 256 1024; do
-    export VGPU_SIM_NODE=vgpud-bench-$$-switch-$m VGPU_SIM_DEVICES=1x$((m * 3 / 2 + 64))MiB
+    export VGPU_SIM_NODE=vgpud-bench-$$-switch-$m VGPU_SIM_DEVICES=1x$((m * 3 / 2))MiB  # one job fits, two do not
     start_daemon --quantum 1s
     run_job "$work/a.out" "$m" 6 500 &
     a=$!
