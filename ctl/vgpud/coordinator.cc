@@ -80,6 +80,14 @@ void Merge(const nlohmann::json& info, Job* job) {
   job->counters = r.counters;
 }
 
+// "bytes" of an agent's result; 0 when absent or not a number (the agent is
+// the job's own process).
+uint64_t BytesOf(const nlohmann::json& result) {
+  return result.is_object() && result.contains("bytes") && result["bytes"].is_number_unsigned()
+             ? result["bytes"].get<uint64_t>()
+             : 0;
+}
+
 ctl::Request MakeRequest(const std::string& cmd, nlohmann::json args) {
   ctl::Request req;
   req.cmd = cmd;
@@ -102,7 +110,13 @@ bool Coordinator::RefreshOne(pid_t pid, Job* job) {
     return false;
   }
   job->pid = pid;
-  Merge(resp.result, job);
+  // The answer comes from the job's own process: wrong types must not stop vgpud.
+  try {
+    Merge(resp.result, job);
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "pid {}: malformed info ignored: {}", pid, e.what());
+    return false;
+  }
   return true;
 }
 
@@ -228,11 +242,13 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
     events_->Add({0, "refuse", pid, for_pid, uuid, 0, Since(t0), cmd + " failed: " + s.message});
     return s;
   }
-  const uint64_t bytes = resp.result.value("bytes", uint64_t{0});
+  const uint64_t bytes = BytesOf(resp.result);
   std::lock_guard<std::mutex> lock(mu_);
   victim->state = JobState::kWaiting;
   victim->parked_on_disk = to_disk;
-  victim->image_path = to_disk ? resp.result.value("path", std::string()) : std::string();
+  victim->image_path = to_disk && resp.result.contains("path") && resp.result["path"].is_string()
+                           ? resp.result["path"].get<std::string>()
+                           : std::string();
   victim->waiting_since = Clock::now();
   victim->suspensions++;
   victim->preemptions += preempt;
@@ -261,7 +277,7 @@ Status Coordinator::Unpark(Job* job, const std::string& why) {
     events_->Add({0, "refuse", pid, 0, "", 0, Since(t0), cmd + " failed: " + s.message});
     return s;
   }
-  const uint64_t bytes = resp.result.value("bytes", uint64_t{0});
+  const uint64_t bytes = BytesOf(resp.result);
   // The image was vgpud's, and the memory is back: it is not a checkpoint anyone asked for.
   if (job->parked_on_disk && !job->image_path.empty()) unlink(job->image_path.c_str());
   std::lock_guard<std::mutex> lock(mu_);

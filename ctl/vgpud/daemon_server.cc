@@ -172,11 +172,21 @@ void DaemonServer::AcceptLoop() {
       close(fd);
       continue;
     }
-    std::thread([this, fd] {
-      Serve(fd);
+    try {
+      std::thread([this, fd] {
+        try {
+          Serve(fd);
+        } catch (const std::exception& e) {  // never takes vgpud down
+          VGPU_LOG(kWarn, "client dropped: {}", e.what());
+        }
+        close(fd);
+        clients_.fetch_sub(1);
+      }).detach();
+    } catch (const std::exception& e) {  // no thread: this client only is refused
+      VGPU_LOG(kWarn, "client refused: {}", e.what());
       close(fd);
       clients_.fetch_sub(1);
-    }).detach();
+    }
   }
 }
 

@@ -89,7 +89,11 @@ int Run(const DaemonConfig& config) {
   for (;;) {
     int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) break;
-    coordinator.Tick();
+    try {
+      coordinator.Tick();
+    } catch (const std::exception& e) {  // a bad answer from one agent must not stop the node's coordinator
+      VGPU_LOG(kWarn, "tick failed: {}", e.what());
+    }
   }
   sd_notify(0, "STOPPING=1");
   VGPU_LOG(kInfo, "vgpud stopping; jobs it suspended resume in their turn under the next vgpud, or by themselves after the grace period");

@@ -11,6 +11,8 @@
 #                                        no job lost, all results right
 #   vgpud_test.sh self_resume            a job vgpud parked resumes by itself once vgpud is
 #                                        gone for the grace period
+#   vgpud_test.sh killed_parked          a job killed while parked is forgotten, its quota freed
+#   vgpud_test.sh bad_agent              an agent answering with wrong types does not stop vgpud
 #   vgpud_test.sh metrics                /metrics passes promtool check metrics; ps and events
 #                                        show vgpud's view
 # Environment (from CMake): VGPUD VGPUCTL LIBVGPU JOB SIM_DIR
@@ -173,6 +175,45 @@ killed_parked)
     fail "the group still holds memory: $(cat "$work/quota.out")"
   fi
   rm -f "/dev/shm/vgpu-ledger-$(id -u)-$VGPU_GROUP"
+  ;;
+bad_agent)
+  # An agent (the job's own process) answering with wrong types and garbage
+  # must not stop vgpud: it keeps serving ps and events.
+  export VGPU_SIM_DEVICES=1x256MiB
+  python3 - "$VGPU_RUN_DIR" <<'PY' &
+import json, os, socket, sys
+path = os.path.join(sys.argv[1], "agent-%d.sock" % os.getpid())
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(8)
+answers = [
+    # Valid as an info result, wrong in the fields only vgpud reads.
+    {"pid": os.getpid(), "uid": os.getuid(), "state": "suspended", "suspended_by": 5,
+     "devices": [{"index": 0, "uuid": "GPU-x", "used": 1, "footprint": "big"}]},
+    {"pid": os.getpid(), "uid": os.getuid(), "state": "running", "priority": 5, "weight": "x"},
+    {"pid": os.getpid(), "uid": os.getuid(), "state": 7, "devices": "none"},
+    [1, 2, 3],
+]
+n = 0
+while True:
+    c, _ = s.accept()
+    try:
+        line = c.makefile().readline()
+        if line:  # a liveness probe sends nothing
+            rid = json.loads(line).get("id", 0)
+            c.sendall((json.dumps({"v": 1, "id": rid, "ok": True, "result": answers[n % 4]}) + "\n").encode())
+            n += 1
+    except Exception:
+        pass
+    c.close()
+PY
+  pids="$pids $!"
+  start_daemon --quantum 1s
+  sleep 2
+  kill -0 "$daemon" || fail "vgpud died on a malformed agent answer"
+  grep -q "malformed info ignored" "$work/vgpud.log" || fail "the malformed answer was not seen"
+  "$VGPUCTL" ps >"$work/ps.out" || fail "vgpuctl ps: $(cat "$work/ps.out")"
+  "$VGPUCTL" events >/dev/null || fail "vgpuctl events"
   ;;
 metrics)
   export VGPU_SIM_DEVICES=1x256MiB
