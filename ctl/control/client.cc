@@ -1,6 +1,7 @@
 #include "ctl/control/client.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -44,13 +45,26 @@ Status Connect(const std::string& path, int* out) {
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking for the connect only: a blocking connect to a listener that
+  // no longer accepts (a stuck agent whose backlog is full) waits for ever,
+  // and vgpud, which probes every agent, would wait with it.
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Status::Error(ErrorCode::kIo, std::string("socket: ") + strerror(errno));
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      close(fd);
+      return Status::Error(ErrorCode::kIo, std::string("fcntl: ") + strerror(errno));
+    }
     *out = fd;
     return Status::Ok();
   }
   int err = errno;
+  if (err == EAGAIN) {
+    close(fd);
+    return Status::Error(ErrorCode::kTimedOut,
+                         path + ": not accepting connections (its backlog is full)");
+  }
   close(fd);
   std::string why = path + ": " + strerror(err);
   if (err == EACCES || err == EPERM) {
