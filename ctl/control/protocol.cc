@@ -351,6 +351,12 @@ std::string SerializeProgress(int64_t id, const Progress& p) {
 }
 
 Status ParseServerLine(std::string_view line, ServerLine* out) {
+  // The same bound as on requests: a deeply nested answer (from a process
+  // that may be someone else's) would otherwise be copied recursively below
+  // and overflow the stack of vgpuctl or vgpud.
+  if (JsonDepth(line) > kMaxJsonDepth) {
+    return Status::Error(ErrorCode::kProto, "agent sent a line nested too deeply");
+  }
   json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::Error(ErrorCode::kProto, "agent sent a line that is not a JSON object");

@@ -227,6 +227,19 @@ TEST(Protocol, InvalidUtf8NeverThrows) {
   EXPECT_FALSE(json::parse(s, nullptr, false).is_discarded());
 }
 
+// A deeply nested answer is refused before it is parsed: copying it (the
+// response's result) recursed once per level and overflowed the stack under
+// ASan (ctl_protocol_fuzz's crash).
+TEST(Protocol, DeeplyNestedServerLineIsRefused) {
+  const int n = 30000;
+  const std::string line = "{\"ok\":true,\"result\":" + std::string(n, '[') + std::string(n, ']') + "}";
+  ServerLine l;
+  Status s = ParseServerLine(line, &l);
+  EXPECT_EQ(s.code, ErrorCode::kProto) << s.message;
+  const std::string shallow = "{\"ok\":true,\"result\":{\"a\":[[1]]}}";
+  EXPECT_TRUE(ParseServerLine(shallow, &l).ok());
+}
+
 TEST(Protocol, ServerLines) {
   ServerLine l;
   ASSERT_TRUE(ParseServerLine(SerializeProgress(3, {10, 20, "copy"}), &l).ok());
