@@ -170,11 +170,15 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   CUresult r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
   // Out of device memory, not of quota: vgpud (if it runs) makes room by
   // suspending other jobs. A few retries: another job may take the room first.
+  // A retry after which this job was itself suspended (its turn ended while it
+  // waited) is not counted: under rotation it may wait through many turns.
   constexpr int kMaxRoomRetries = 8;
-  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && WithinQuota(w.device, bytes) &&
-                  coordination::AskForRoom(w.device, bytes);
-       ++i) {
+  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && WithinQuota(w.device, bytes);) {
+    const uint64_t parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
+    if (!coordination::AskForRoom(w.device, bytes)) break;
     r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+    const uint64_t now_parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
+    if (now_parked == parked) ++i;
   }
   if (r == CUDA_SUCCESS) TraceAlloc(*dptr, bytes);
   return r;

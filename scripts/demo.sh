@@ -68,7 +68,15 @@ run_two_jobs() {
   LD_PRELOAD="${lib}" VGPU_GROUP="demo-b-$$" VGPU_DEVICE_MEMORY_LIMIT=512MiB VGPU_VISIBLE_DEVICES=1 \
     python3 "${view}" "job B" --alloc 256 300 --hold 2 > "${TMP}/b.out" &
   local b=$!
-  sleep 1
+  # Each job's ledger exists once it has initialized CUDA (slower on a busy machine).
+  local g
+  for g in "demo-a-$$" "demo-b-$$"; do
+    for _ in $(seq 1 200); do
+      [[ -e "/dev/shm/vgpu-ledger-$(id -u)-${g}" ]] && break
+      sleep 0.05
+    done
+  done
+  sleep 0.5
   echo "while both run, their quota groups:"
   "${BUILD}/bin/vgpuctl" quota "demo-a-$$" | sed 's/^/  A: /'
   "${BUILD}/bin/vgpuctl" quota "demo-b-$$" | sed 's/^/  B: /'
