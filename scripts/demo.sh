@@ -91,13 +91,13 @@ run_two_jobs() {
 # vgpud suspends the first, and they take turns of one quantum each.
 run_timeslicing() {
   local lib="${BUILD}/lib/libvgpu.so" ctl="${BUILD}/bin/vgpuctl" job="${BUILD}/bin/vgpu_timeslice_job"
-  section "Two jobs that do not fit together on a 1 GiB GPU, time-sliced by vgpud (quantum 1 s)"
+  section "Two jobs that do not fit together on a 1 GiB GPU, time-sliced by vgpud (quantum 3 s)"
   local run="${TMP}/run-ts"
   mkdir -p "${run}" && chmod 700 "${run}"
   export VGPU_RUN_DIR="${run}" VGPU_VMM=on
   local node="${VGPU_SIM_NODE}" devices="${VGPU_SIM_DEVICES}"
   export VGPU_SIM_NODE="vgpu-demo-ts-$$" VGPU_SIM_DEVICES=1x1GiB
-  "${BUILD}/bin/vgpud" --run-dir "${run}" --quantum 1s --tick 100ms --metrics-listen off \
+  "${BUILD}/bin/vgpud" --run-dir "${run}" --quantum 3s --tick 100ms --metrics-listen off \
     2> "${TMP}/vgpud.log" &
   local daemon=$!
   for _ in $(seq 1 200); do [[ -S "${run}/vgpud.sock" ]] && break; sleep 0.02; done
