@@ -102,11 +102,14 @@ constexpr size_t kTopCallSites = 20;
 
 // A suspend or checkpoint asked by vgpud ("by": "vgpud") is remembered, so
 // that the job resumes by itself if vgpud does not come back (coordination.h).
+// Read without throwing: an exception here would report a completed suspend
+// as failed and leave the job parked without its way back.
 Response Parked(const ctl::Request& req, Response r) {
-  if (r.ok && req.args.value("by", std::string()) == "vgpud" &&
-      residency::CurrentState() != residency::State::kRunning) {
-    const nlohmann::json& g = req.args.contains("grace_ms") ? req.args["grace_ms"] : nlohmann::json();
-    coordination::NoteParkedByCoordinator(g.is_number_integer() ? g.get<int64_t>() : 0);
+  const nlohmann::json& a = req.args;
+  const bool by_vgpud = a.is_object() && a.contains("by") && a["by"] == "vgpud";
+  if (r.ok && by_vgpud && residency::CurrentState() != residency::State::kRunning) {
+    const bool has_grace = a.contains("grace_ms") && a["grace_ms"].is_number_integer();
+    coordination::NoteParkedByCoordinator(has_grace ? a["grace_ms"].get<int64_t>() : 0);
   }
   return r;
 }
@@ -140,8 +143,7 @@ class ResidencyHandler : public ctl::Handler {
     info.group = rt.config().group;
     info.state = residency::StateName(residency::CurrentState());
     info.command = Comm();
-    std::map<int, uint64_t> vmm_used;
-    for (const auto& a : Vmm().Allocations()) vmm_used[a.device] += a.size;
+    std::map<int, uint64_t> vmm_used = Vmm().LiveBytesByDevice();
     for (int v = 0; v < rt.devices().count(); ++v) {
       int p = rt.devices().ToPhysical(v);
       ctl::DeviceInfo d;

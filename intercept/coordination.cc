@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <map>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -49,9 +48,7 @@ bool DaemonAnswers() {
 // Free physical memory of every device this job has memory on is at least
 // what it needs there (NVML, which is node-wide).
 bool MemoryFits() {
-  std::map<int, uint64_t> need;
-  for (const auto& a : Vmm().Allocations()) need[a.device] += a.size;
-  for (const auto& [device, bytes] : need) {
+  for (const auto& [device, bytes] : Vmm().LiveBytesByDevice()) {
     Runtime& rt = Runtime::Get();
     const std::string uuid = rt.devices().uuid(rt.devices().ToVirtual(device));
     nvmlDevice_t h = nullptr;
@@ -86,7 +83,9 @@ void WatchdogLoop() {
       lost_since = now;
     }
     if (now - lost_since < std::chrono::milliseconds(g_grace_ms.load())) continue;
-    if (REAL_NVML_CALL(nvmlInit_v2) != NVML_SUCCESS || !MemoryFits()) continue;
+    // NVML counts its inits: once for the life of the watchdog.
+    static const bool nvml_ready = REAL_NVML_CALL(nvmlInit_v2) == NVML_SUCCESS;
+    if (!nvml_ready || !MemoryFits()) continue;
     const bool on_disk = residency::CurrentState() == residency::State::kCheckpointed;
     residency::Result r = on_disk ? residency::Restore("", {}) : residency::Resume({});
     if (r.ok) {

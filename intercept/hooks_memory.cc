@@ -134,6 +134,14 @@ constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
 // as on a real GPU, and the quota bounds what the device really holds. The
 // manager retries a refusal after emptying its cache of freed chunks, so only
 // the final refusal is logged (one log line per CUDA_ERROR_OUT_OF_MEMORY).
+// What the quota (if any) still allows on `device`; UINT64_MAX without one.
+uint64_t QuotaAvailable(int device) {
+  QuotaLedger* ledger = Runtime::Get().ledger();
+  if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
+  uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
+  return used >= limit ? 0 : limit - used;
+}
+
 void InstallVmmAccounting() {
   vmm::Accounting a;
   a.reserve = [](int device, uint64_t bytes) { return TryReserve(device, bytes); };
@@ -143,20 +151,8 @@ void InstallVmmAccounting() {
     QuotaLedger* ledger = Runtime::Get().ledger();
     return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
   };
-  a.available = [](int device) -> uint64_t {
-    QuotaLedger* ledger = Runtime::Get().ledger();
-    if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
-    uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
-    return used >= limit ? 0 : limit - used;
-  };
+  a.available = QuotaAvailable;
   Vmm().SetAccounting(a);
-}
-
-// True when the quota (if any) has room for `bytes` more.
-bool WithinQuota(int device, uint64_t bytes) {
-  QuotaLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return true;
-  return ledger->Used(device) + bytes <= ledger->Limit(device);
 }
 
 // A VMM-backed allocation of `bytes` on the current context; vmm::Manager
@@ -173,7 +169,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   // A retry after which this job was itself suspended (its turn ended while it
   // waited) is not counted: under rotation it may wait through many turns.
   constexpr int kMaxRoomRetries = 8;
-  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && WithinQuota(w.device, bytes);) {
+  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && QuotaAvailable(w.device) >= bytes;) {
     const uint64_t parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (!coordination::AskForRoom(w.device, bytes)) break;
     r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);

@@ -419,6 +419,16 @@ uint64_t Manager::LiveBytes() {
   return live_bytes_;
 }
 
+std::map<int, uint64_t> Manager::LiveBytesByDevice() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int, uint64_t> out;
+  for (const auto& [va, base] : by_va_) {
+    const AllocationInfo& a = entries_.at(base).info;
+    out[a.device] += a.size;
+  }
+  return out;
+}
+
 uint64_t Manager::MappedBytes() {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t n = 0;

@@ -126,6 +126,9 @@ class Manager {
   std::vector<AllocationInfo> Allocations();  // sorted by VA
   std::vector<CUcontext> Contexts();
   uint64_t LiveBytes();
+  // Live allocation bytes by physical device: what a resume needs on each
+  // (the agent's info and the coordination watchdog read it).
+  std::map<int, uint64_t> LiveBytesByDevice();
   uint64_t MappedBytes();
   // Destroys the cached chunks, then copies every chunk to host RAM
   // (keep_host) and/or unmaps and releases its physical memory; the VAs stay

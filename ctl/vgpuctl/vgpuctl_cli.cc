@@ -63,7 +63,7 @@ bool Apply(const std::string& name, const std::string& value, Options* o, std::s
     o->weight = n;
   }
   if (name == "--priority") {
-    if (value != "high" && value != "normal" && value != "low") {
+    if (std::find(std::begin(kPriorities), std::end(kPriorities), value) == std::end(kPriorities)) {
       return *error = "--priority wants high, normal or low", false;
     }
     o->priority = value;

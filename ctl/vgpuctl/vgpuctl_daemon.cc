@@ -33,17 +33,22 @@ std::string Bar(uint64_t used, uint64_t total, int width) {
   return "[" + std::string(static_cast<size_t>(n), '#') + std::string(static_cast<size_t>(width - n), '.') + "]";
 }
 
-// uuid -> physical index, from the devices vgpud reports.
-std::map<std::string, int> DeviceIndex(const json& result) {
-  std::map<std::string, int> out;
+struct Gpu {
+  int index = 0;
+  uint64_t total = 0;
+};
+
+// uuid -> the GPU as vgpud reports it.
+std::map<std::string, Gpu> GpusByUuid(const json& result) {
+  std::map<std::string, Gpu> out;
   for (const json& d : result.value("devices", json::array())) {
-    out[d.value("uuid", std::string())] = d.value("index", 0);
+    out[d.value("uuid", std::string())] = {d.value("index", 0), d.value("total", uint64_t{0})};
   }
   return out;
 }
 
 void PrintJobs(const json& result, bool bars) {
-  auto index = DeviceIndex(result);
+  const auto gpus = GpusByUuid(result);
   std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %s\n", "PID", "COMMAND", "STATE", "PRIO", "GPU",
               "USED", "NEEDS", "QUOTA", bars ? "MEMORY" : "REASON");
   for (const json& j : result.value("processes", json::array())) {
@@ -51,15 +56,12 @@ void PrintJobs(const json& result, bool bars) {
       const uint64_t used = d.value("used", uint64_t{0}), need = d.value("footprint", uint64_t{0});
       if (used == 0 && need == 0) continue;
       const uint64_t quota = d.value("quota", uint64_t{0});
-      const auto it = index.find(d.value("uuid", std::string()));
-      uint64_t total = 0;
-      for (const json& g : result.value("devices", json::array())) {
-        if (g.value("uuid", std::string()) == d.value("uuid", std::string())) total = g.value("total", uint64_t{0});
-      }
+      const auto it = gpus.find(d.value("uuid", std::string()));
+      const uint64_t total = it == gpus.end() ? 0 : it->second.total;
       std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %s\n",
                   static_cast<long long>(j.value("pid", 0)), j.value("command", std::string("-")).c_str(),
                   j.value("state", std::string()).c_str(), j.value("priority", std::string()).c_str(),
-                  it == index.end() ? "?" : std::to_string(it->second).c_str(), FormatByteSize(used).c_str(),
+                  it == gpus.end() ? "?" : std::to_string(it->second.index).c_str(), FormatByteSize(used).c_str(),
                   FormatByteSize(need).c_str(), quota == 0 ? "-" : FormatByteSize(quota).c_str(),
                   bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
     }

@@ -17,6 +17,7 @@ namespace {
 constexpr int kInfoTimeoutMs = 2000;
 // A suspend or resume reports progress; this bounds silence, not duration.
 constexpr int kResidencyTimeoutMs = 60000;
+constexpr auto kRefusedBackoff = std::chrono::seconds(10);
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -150,12 +151,8 @@ void Coordinator::Refresh() {
                     std::string("job gone while ") + JobStateName(job.state)});
     }
   }
-  const bool changed = fresh.size() != jobs_.size();
   jobs_ = std::move(fresh);
   last_refresh_ = Clock::now();
-  if (changed) {
-    // Written outside mu_ by the caller's next decision; the exits are in the log.
-  }
 }
 
 void Coordinator::Reconcile(const DaemonState& previous) {
@@ -208,7 +205,7 @@ std::vector<pid_t> Coordinator::Victims(const std::string& uuid, pid_t except,
   const auto quantum = std::chrono::milliseconds(config_.quantum_ms);
   for (const auto& [pid, j] : jobs_) {
     if (pid == except || j.state != JobState::kRunning || j.FootprintOn(uuid) == 0) continue;
-    if (j.priority > priority) continue;
+    if (j.priority > priority || Clock::now() < j.refused_until) continue;
     if (j.priority == priority && Clock::now() - j.running_since < quantum * j.weight) continue;
     c.push_back(&j);
   }
@@ -240,6 +237,10 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
   if (!s.ok()) {
     events_->Add({0, "refuse", pid, for_pid, uuid, 0, Since(t0), cmd + " failed: " + s.message});
+    // Not asked again for a while (non-migratable memory, busy): other
+    // victims are tried, and a waiting allocation does not spin on this one.
+    std::lock_guard<std::mutex> lock(mu_);
+    victim->refused_until = Clock::now() + kRefusedBackoff;
     return s;
   }
   const uint64_t bytes = BytesOf(resp.result);
@@ -454,10 +455,20 @@ void Coordinator::SaveState() {
     }
   }
   s.events = events_->Recent(100);
-  const std::string path = config_.state_file.empty() ? config_.run_dir + "/vgpud.state" : config_.state_file;
-  if (Status st = WriteState(path, s); !st.ok()) {
-    VGPU_LOG(kWarn, "state file not written: {}", st.message);
+  // Written (with its fsync) only when what it says changes: the parked jobs
+  // and their order, or a new decision. Every tick calls this.
+  std::string said;
+  for (const ParkedJob& p : s.parked) {
+    said += std::to_string(p.pid) + (p.on_disk ? "d" : "r") + p.image_path + ";";
   }
+  said += std::to_string(s.events.size()) + "@" +
+          std::to_string(s.events.empty() ? 0 : s.events.back().unix_ms);
+  if (said == last_saved_) return;
+  if (Status st = WriteState(StateFilePath(config_), s); !st.ok()) {
+    VGPU_LOG(kWarn, "state file not written: {}", st.message);
+    return;
+  }
+  last_saved_ = std::move(said);
 }
 
 }  // namespace vgpu::vgpud

@@ -75,6 +75,7 @@ class Coordinator {
   mutable std::mutex mu_;    // jobs_
   std::map<pid_t, Job> jobs_;
   Clock::time_point last_refresh_{};
+  std::string last_saved_;  // what the state file says now (SaveState)
   struct Reservation {
     uint64_t bytes = 0;
     Clock::time_point until{};

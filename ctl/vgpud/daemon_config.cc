@@ -127,6 +127,10 @@ Status LoadConfigFile(const std::string& path, DaemonConfig* out) {
   return Status::Ok();
 }
 
+std::string StateFilePath(const DaemonConfig& c) {
+  return c.state_file.empty() ? c.run_dir + "/vgpud.state" : c.state_file;
+}
+
 Status ValidateConfig(const DaemonConfig& c) {
   if (c.tick_ms < 10 || c.tick_ms > 10000) return Bad("tick", "must be between 10ms and 10s");
   if (c.quantum_ms < c.tick_ms) return Bad("quantum", "must be at least the tick");

@@ -42,6 +42,9 @@ bool ParseDuration(const std::string& text, int64_t* ms);
 Status LoadConfigFile(const std::string& path, DaemonConfig* out);
 // Applies one key's textual value (flags use this as well).
 Status ApplyConfigValue(const std::string& key, const std::string& value, DaemonConfig* out);
+// <run_dir>/vgpud.state unless state_file names another.
+std::string StateFilePath(const DaemonConfig& c);
+
 // Checks the values together (quantum > tick, listen address form, ...).
 Status ValidateConfig(const DaemonConfig& c);
 

@@ -67,8 +67,7 @@ int Run(const DaemonConfig& config) {
   EventLog events;
   Coordinator coordinator(config, &gpus, &events);
   DaemonState previous;
-  const std::string state_path = config.state_file.empty() ? config.run_dir + "/vgpud.state" : config.state_file;
-  if (Status s = ReadState(state_path, &previous); !s.ok() && s.code != vgpu::ErrorCode::kNoEnt) {
+  if (Status s = ReadState(StateFilePath(config), &previous); !s.ok() && s.code != vgpu::ErrorCode::kNoEnt) {
     VGPU_LOG(kWarn, "{} (starting from the agents alone)", s.message);
   }
   coordinator.Reconcile(previous);

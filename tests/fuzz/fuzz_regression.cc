@@ -69,4 +69,12 @@ int RunRegression(int argc, char** argv, const CheckFn& check, const FinishFn& f
   return failures == 0 && files > 0 ? 0 : 1;
 }
 
+std::string CheckLineCounts(const std::string& name, int accepted, int refused) {
+  if (HasPrefix(name, "valid-") && (refused > 0 || accepted == 0))
+    return std::to_string(refused) + " lines refused";
+  if (HasPrefix(name, "bad-") && (accepted > 0 || refused == 0))
+    return std::to_string(accepted) + " lines accepted";
+  return "";
+}
+
 }  // namespace vgpu::fuzz

@@ -22,6 +22,10 @@ int RunRegression(int argc, char** argv, const CheckFn& check, const FinishFn& f
 
 bool HasPrefix(const std::string& s, const std::string& prefix);
 
+// The corpus naming rule of the line-based targets: in a file named valid-*
+// every line must be accepted, in bad-* every line refused; "" if it holds.
+std::string CheckLineCounts(const std::string& name, int accepted, int refused);
+
 // Whether `text` contains the pieces of `pattern` separated by '*', in order
 // ("frame * holds" matches "frame 1 of record 3 holds").
 bool MatchesPattern(const std::string& text, const std::string& pattern);

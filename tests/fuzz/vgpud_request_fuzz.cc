@@ -85,11 +85,7 @@ namespace {
 std::string CheckFile(const std::string& name, const std::vector<uint8_t>& bytes) {
   int accepted, refused;
   if (std::string v = RunLines(bytes.data(), bytes.size(), 0, &accepted, &refused); !v.empty()) return v;
-  if (vgpu::fuzz::HasPrefix(name, "valid-") && (refused > 0 || accepted == 0))
-    return std::to_string(refused) + " lines refused";
-  if (vgpu::fuzz::HasPrefix(name, "bad-") && (accepted > 0 || refused == 0))
-    return std::to_string(accepted) + " lines accepted";
-  return "";
+  return vgpu::fuzz::CheckLineCounts(name, accepted, refused);
 }
 
 }  // namespace
