@@ -300,7 +300,9 @@ TEST_F(MemcpyTest, PageableCopiesLargerThanTheStagingBuffer) {
   EXPECT_TRUE(back == src);
   CUstream s;
   ASSERT_CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  ASSERT_CU_OK(cuMemsetD8(d, 0, n));
+  // On s itself: a non-blocking stream does not wait for the legacy stream,
+  // so a cuMemsetD8 (asynchronous for device memory) could land after the copy.
+  ASSERT_CU_OK(cuMemsetD8Async(d, 0, n, s));
   ASSERT_CU_OK(cuMemcpyHtoDAsync(d, src.data(), n, s));
   ASSERT_CU_OK(cuMemcpyDtoHAsync(back_async.data(), d, n, s));
   ASSERT_CU_OK(cuStreamSynchronize(s));
