@@ -63,6 +63,11 @@ struct Options {
   std::string libvgpu = VGPU_BENCH_LIBVGPU;
   std::string libcuda = VGPU_BENCH_SIM_LIBCUDA;
   std::string json_path;
+  // The launched kernel: the sim's built-in sleep, or (on a real GPU) any
+  // kernel of a module taking one 64-bit argument, e.g. the conformance
+  // suite's conf_sleep_ns from conformance_kernels.cubin.
+  std::string module = "@builtin";
+  std::string kernel = "vgpu_sim_sleep";
   std::string node;             // base name of the simulated nodes used
   std::string limit = "8GiB";   // VGPU_DEVICE_MEMORY_LIMIT of the quota configuration
   int batches = 1000;           // measured batches per variant (launch, memcpy)
@@ -80,6 +85,7 @@ struct Options {
 void Usage() {
   std::fprintf(stderr,
                "usage: vgpu_bench_interposer [--json PATH] [--libvgpu PATH] [--libcuda PATH]\n"
+               "  [--module CUBIN --kernel NAME]\n"
                "  [--node NAME] [--limit 8GiB] [--batches N] [--launch-batch N]\n"
                "  [--alloc-batches N] [--alloc-batch N] [--alloc-bytes N] [--warmup N]\n"
                "  [--procs N] [--contention-seconds S] [--rounds N] [--watchdog-seconds S]\n");
@@ -106,6 +112,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     if (a == "--json") ok = value(&v) && (o->json_path = v, true);
     else if (a == "--libvgpu") ok = value(&v) && (o->libvgpu = v, true);
     else if (a == "--libcuda") ok = value(&v) && (o->libcuda = v, true);
+    else if (a == "--module") ok = value(&v) && (o->module = v, true);
+    else if (a == "--kernel") ok = value(&v) && (o->kernel = v, true);
     else if (a == "--node") ok = value(&v) && (o->node = v, true);
     else if (a == "--limit") ok = value(&v) && (o->limit = v, true);
     else if (a == "--batches") ok = to_int(&o->batches);
@@ -420,8 +428,8 @@ void SingleProcessChild(const Options& o, bool quota, int out_fd) {
   CHECK_CU(H, H.cuDeviceGet(&dev, 0));
   CHECK_CU(H, H.cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK_CU(H, H.cuCtxSetCurrent(ctx));
-  CHECK_CU(H, H.cuModuleLoad(&mod, "@builtin"));
-  CHECK_CU(H, H.cuModuleGetFunction(&sleep_fn, mod, "vgpu_sim_sleep"));
+  CHECK_CU(H, H.cuModuleLoad(&mod, o.module.c_str()));
+  CHECK_CU(H, H.cuModuleGetFunction(&sleep_fn, mod, o.kernel.c_str()));
   CHECK_CU(H, H.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CHECK_CU(H, H.cuMemAlloc(&dbuf, 4096));
   CHECK_CU(H, H.cuMemAllocHost(&pinned, 4096));

@@ -23,6 +23,7 @@
 // resume copies into; on the simulator its host pages are faulted in by the
 // copy, a cost a GPU does not have).
 // Usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]
+//                             [--driver-dir DIR]  (a real driver's libcuda.so.1 directory)
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -152,6 +153,10 @@ Disk DiskProbe(const std::string& dir, size_t bytes) {
   return d;
 }
 
+// Where the client's libcuda.so.1 comes from: the simulator's, or a real
+// driver's directory (--driver-dir) on a GPU machine.
+std::string g_driver_dir = VGPU_BENCH_SIM_DIR;
+
 // Starts vgpu_residency_client with `args` on simulated node `node`, stdout
 // to `out`; under libvgpu (VMM on) when `preload`.
 pid_t StartClient(const std::string& node, const std::string& devs, const std::string& run_dir,
@@ -173,7 +178,7 @@ pid_t StartClient(const std::string& node, const std::string& devs, const std::s
   unsetenv("LD_PRELOAD");
   setenv("VGPU_SIM_NODE", node.c_str(), 1);
   setenv("VGPU_SIM_DEVICES", devs.c_str(), 1);
-  setenv("LD_LIBRARY_PATH", VGPU_BENCH_SIM_DIR, 1);
+  setenv("LD_LIBRARY_PATH", g_driver_dir.c_str(), 1);
   if (preload) {
     setenv("VGPU_VMM", "on", 1);
     setenv("VGPU_RUN_DIR", run_dir.c_str(), 1);
@@ -216,7 +221,9 @@ int main(int argc, char** argv) {
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (a == "--skip-suspend") skip_suspend = true;
-    else Die("usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]");
+    else if (a == "--driver-dir" && i + 1 < argc) g_driver_dir = argv[++i];
+    else Die("usage: vgpu_bench_residency [--mib N] [--dir DIR] [--rounds R] [--skip-suspend]"
+             " [--driver-dir DIR]");
   }
   std::filesystem::create_directories(dir);
   std::string run_dir = dir + "/run";
