@@ -33,8 +33,11 @@ struct ProcLookup {
 // Finds the entry the driver returns for (name, version): the newest ABI
 // version <= `version`. With `per_thread` a per-thread (_ptds/_ptsz) entry wins
 // over a normal one of the same or an older version, so a newer ABI of the
-// normal function is never traded for an older per-thread one; without a
-// per-thread entry the normal one is returned, as documented. `table` must be
+// normal function is never traded for an older per-thread one. A function
+// without any per-thread entry answers its normal one, as documented; one
+// whose per-thread entries are all newer than `version` is
+// VERSION_NOT_SUFFICIENT (driver 580: cuMemcpyHtoD@3020 with the per-thread
+// flag; the documentation suggests the legacy entry). `table` must be
 // sorted by (name, version, variant). No allocation, no locks.
 inline ProcLookup LookupProc(const ProcEntry* table, size_t size, const char* name, int version,
                              bool per_thread) {
@@ -46,13 +49,17 @@ inline ProcLookup LookupProc(const ProcEntry* table, size_t size, const char* na
     return {nullptr, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND};
   }
   const ProcEntry* best = nullptr;
+  bool has_per_thread = false, per_thread_in_range = false;
   for (const ProcEntry* e = first; e != end && std::strcmp(e->name, name) == 0; ++e) {
-    if (e->version > version) break;  // versions ascend within a name
+    has_per_thread |= e->variant != kProcNormal;
+    if (e->version > version) continue;  // versions ascend within a name
     if (e->variant != kProcNormal && !per_thread) continue;
+    per_thread_in_range |= e->variant != kProcNormal;
     // Later entries have a newer or equal version; at equal version the
     // per-thread variant sorts after the normal one and so wins.
     best = e;
   }
+  if (per_thread && has_per_thread && !per_thread_in_range) best = nullptr;
   if (best == nullptr) return {nullptr, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT};
   return {best, CU_GET_PROC_ADDRESS_SUCCESS};
 }

@@ -142,10 +142,10 @@ SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
                                                   const CUDA_ARRAY3D_DESCRIPTOR* d,
                                                   unsigned int numMipmapLevels) {
   SIM_ENTER("cuMipmappedArrayCreate");
-  if (pHandle == nullptr || d == nullptr || numMipmapLevels == 0 ||
-      numMipmapLevels > MaxLevels(*d)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  if (pHandle == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Driver 580 makes one level when asked for none and clamps a count above
+  // the full chain (64x16 asked for 0 and 8: 1 and 7 levels).
+  numMipmapLevels = std::clamp(numMipmapLevels, 1u, MaxLevels(*d));
   auto* m = new MipmappedArray();
   for (unsigned l = 0; l < numMipmapLevels; ++l) {
     CUarray level = nullptr;

@@ -29,10 +29,11 @@ constexpr size_t kProcTableSize = sizeof(kProcTable) / sizeof(kProcTable[0]);
 constexpr cuuint64_t kKnownFlags =
     CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
-// Shared by both versions. The real driver answers an unknown name or a too
-// old version with CUDA_ERROR_NOT_FOUND (and the status saying which), though
-// the 12.x/13.x header text says CUDA_SUCCESS with a NULL pointer; programs
-// written to either check the pointer or the status, which both agree on.
+// Shared by both versions. An unknown name or a too old version is
+// CUDA_SUCCESS with a NULL pointer and the status saying which, as the
+// 12.x/13.x header text says and as driver 580 answers cuGetProcAddress_v2
+// (H200, 2026-11-26, docs/gpu-validation.md; the 4-argument entry was not
+// measured and is assumed to share the code).
 CUresult GetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                         CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -44,7 +45,7 @@ CUresult GetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint
   bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   ProcLookup found = LookupProc(kProcTable, kProcTableSize, symbol, cuda_version, per_thread);
   if (status != nullptr) *status = found.status;
-  if (found.entry == nullptr) return CUDA_ERROR_NOT_FOUND;
+  if (found.entry == nullptr) return CUDA_SUCCESS;
   // An entry point the sim lacks yields its exported stub, which returns
   // CUDA_ERROR_NOT_SUPPORTED, so that clients which resolve everything up
   // front (cudart) start and fail clearly only when they call it.

@@ -113,7 +113,11 @@ bool UnmapRange(CUdeviceptr va, size_t size) {  // g_mu held
 
 SIM_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option) {
   SIM_ENTER("cuMemGetAllocationGranularity");
-  if (granularity == nullptr || !ValidProp(prop)) return CUDA_ERROR_INVALID_VALUE;
+  // The device ordinal is not checked: driver 580 answers location.id 999.
+  if (granularity == nullptr || prop == nullptr || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   *granularity = kVmmGranularity;
   return CUDA_SUCCESS;
 }

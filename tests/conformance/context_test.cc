@@ -165,7 +165,11 @@ TEST_F(ContextStackTest, CreatePushPopDestroy) {
   ASSERT_CU_OK(cuCtxDestroy(a));
   ASSERT_CU_OK(cuCtxGetCurrent(&cur));
   EXPECT_EQ(cur, nullptr);
-  EXPECT_NE(CUDA_SUCCESS, cuCtxPushCurrent(a)) << "destroyed context accepted";
+  // A destroyed handle is undefined behaviour on a real driver (580 accepted
+  // the push and then corrupted its heap); the sim refuses it.
+  if (IsSim()) {
+    EXPECT_NE(CUDA_SUCCESS, cuCtxPushCurrent(a)) << "destroyed context accepted";
+  }
 }
 
 // The CUDA 3.x entry points (cuCtxPushCurrent, cuCtxPopCurrent, cuCtxDestroy
@@ -193,7 +197,9 @@ TEST_F(ContextStackTest, LegacyEntryPointsShareTheStack) {
   ASSERT_CU_OK(destroy(b));  // current: popped
   ASSERT_CU_OK(cuCtxGetCurrent(&cur));
   EXPECT_EQ(cur, a);
-  EXPECT_NE(CUDA_SUCCESS, push(b)) << "destroyed context accepted";
+  if (IsSim()) {
+    EXPECT_NE(CUDA_SUCCESS, push(b)) << "destroyed context accepted";  // see above
+  }
   ASSERT_CU_OK(destroy(a));
   ASSERT_CU_OK(cuCtxGetCurrent(&cur));
   EXPECT_EQ(cur, nullptr);
@@ -338,7 +344,9 @@ TEST_F(ContextTest, PeerAccessFollowsCanAccessPeer) {
   EXPECT_CU(CUDA_ERROR_INVALID_DEVICE,
             cuDeviceGetP2PAttribute(&attr, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceCanAccessPeer(&can, 0, count));
-  if (IsSim()) EXPECT_EQ(can, 1) << "VGPU_SIM_P2P=0-1 in this suite's environment";
+  if (IsSim()) {
+    EXPECT_EQ(can, 1) << "VGPU_SIM_P2P=0-1 in this suite's environment";
+  }
 
   CUcontext peer = nullptr;
   ASSERT_CU_OK(cuDevicePrimaryCtxRetain(&peer, 1));

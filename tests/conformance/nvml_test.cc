@@ -189,7 +189,10 @@ TEST_F(NvmlTest, MemoryInfoReflectsCuMemAlloc) {
   ASSERT_EQ(nvml_.Memory(handle_, &m0), NVML_SUCCESS);
   size_t total = 0;
   ASSERT_CU_OK(cuDeviceTotalMem(&total, dev_));
-  EXPECT_EQ(m0.total, total);
+  // NVML counts the memory the driver reserves for itself, cuDeviceTotalMem
+  // does not (H200, driver 580: 150754820096 vs 150109880320 bytes).
+  EXPECT_GE(m0.total, total);
+  EXPECT_LE(m0.total - total, m0.total / 100);
   EXPECT_EQ(m0.free + m0.used, m0.total);
   const size_t kBytes = size_t{1} << 30;
   CUdeviceptr p;
@@ -201,7 +204,10 @@ TEST_F(NvmlTest, MemoryInfoReflectsCuMemAlloc) {
   nvmlMemory_v2_t v2{};
   v2.version = kNvmlMemoryV2;
   ASSERT_EQ(nvml_.MemoryV2(handle_, &v2), NVML_SUCCESS);
-  EXPECT_EQ(v2.total, total);
+  EXPECT_EQ(v2.total, m0.total);
+  std::printf("nvml total %llu reserved %llu, cuDeviceTotalMem %zu\n",
+              static_cast<unsigned long long>(v2.total),
+              static_cast<unsigned long long>(v2.reserved), total);
   EXPECT_GE(v2.used, m0.used + kBytes - v2.reserved);
   EXPECT_EQ(v2.free + v2.used + v2.reserved, v2.total);
   v2.version = 1;  // wrong version
