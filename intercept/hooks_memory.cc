@@ -3,6 +3,8 @@
 // never be exceeded, whatever runs concurrently. Freed memory returns to the
 // quota after the driver freed it (for stream-ordered frees, when the stream
 // reaches the free).
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -494,7 +496,11 @@ VGPU_HOOK(cuMipmappedArrayCreate) CUresult CUDAAPI vgpu_hook_cuMipmappedArrayCre
       return REAL_CALL(cuMipmappedArrayCreate, pHandle, d, numMipmapLevels);
     uint64_t bytes = 0;
     size_t w = d->Width, h = d->Height, z = d->Depth;
-    for (unsigned l = 0; l < numMipmapLevels; ++l) {
+    // Charge what the driver makes: one level when asked for none, the full
+    // chain when asked for more (driver 580; docs/gpu-validation.md).
+    const auto chain = static_cast<unsigned>(std::bit_width(std::max({w, h, z, size_t{1}})));
+    const unsigned levels = std::clamp(numMipmapLevels, 1u, chain);
+    for (unsigned l = 0; l < levels; ++l) {
       bytes += vgpu::ArrayBytes(w, h, z, d->Format, d->NumChannels);
       w = w > 1 ? w / 2 : 1;
       h = h > 1 ? h / 2 : h;
