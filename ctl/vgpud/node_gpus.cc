@@ -25,11 +25,18 @@ std::vector<GpuMemory> NodeGpus::Read() const {
     nvmlDevice_t d = nullptr;
     if (REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, i, &d) != NVML_SUCCESS) continue;
     char uuid[96] = {};
-    nvmlMemory_t m{};
-    if (REAL_NVML_CALL(nvmlDeviceGetUUID, d, uuid, sizeof uuid) != NVML_SUCCESS ||
-        REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, d, &m) != NVML_SUCCESS) {
+    if (REAL_NVML_CALL(nvmlDeviceGetUUID, d, uuid, sizeof uuid) != NVML_SUCCESS) continue;
+    // The capacity jobs can allocate: NVML's total counts what the driver
+    // reserves for itself (615 MiB on an H200 with driver 580), which
+    // cuDeviceTotalMem leaves out; the v2 call says how much.
+    nvmlMemory_v2_t v2{};
+    v2.version = nvmlMemory_v2;
+    if (REAL_NVML_CALL(nvmlDeviceGetMemoryInfo_v2, d, &v2) == NVML_SUCCESS) {
+      out.push_back(GpuMemory{uuid, static_cast<int>(i), v2.used, v2.total - v2.reserved});
       continue;
     }
+    nvmlMemory_t m{};
+    if (REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, d, &m) != NVML_SUCCESS) continue;
     out.push_back(GpuMemory{uuid, static_cast<int>(i), m.used, m.total});
   }
   return out;
