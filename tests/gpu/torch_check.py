@@ -5,7 +5,7 @@ Started by scripts/gpu_validate.sh; prints one "RESULT <name> ok|FAIL ..." line
 per check and exits non-zero if any failed.
 
   quota LIMIT_BYTES    the quota is what torch sees and what it can allocate
-  rate SECONDS         matmul TFLOP/s for SECONDS (the compute-share runs)
+  rate SECONDS [N]     NxN matmul TFLOP/s for SECONDS (the compute-share runs)
   hold MIB STOPFILE    keeps MIB of known data on the GPU and computes on it
                        until STOPFILE exists (vgpuctl suspend/resume/checkpoint
                        run meanwhile), then checks the data
@@ -46,8 +46,7 @@ def quota(limit):
     result("torch.allocation_after_freeing", big.numel() == limit * 3 // 4)
 
 
-def rate(seconds):
-    n = 8192
+def rate(seconds, n=8192):
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
@@ -95,7 +94,7 @@ def main():
     if mode == "quota":
         quota(int(sys.argv[2]))
     elif mode == "rate":
-        rate(float(sys.argv[2]))
+        rate(float(sys.argv[2]), *(int(a) for a in sys.argv[3:4]))
     elif mode == "hold":
         hold(int(sys.argv[2]), sys.argv[3])
     else:
