@@ -112,10 +112,13 @@ bool AskForRoom(int device, uint64_t bytes) {
     residency::GateStepOut out;
     // A vgpud that dies while we wait (or restarts) is waited for, up to the
     // reconnect limit: the answer, not the transport, decides the allocation.
+    // A socket nobody listens on at the first try is one a killed vgpud
+    // left behind: there is no vgpud to wait for.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
-    for (;;) {
+    for (bool first = true;; first = false) {
       s = ctl::CallDaemon(RunDir(), req, {}, &resp, kRoomTimeoutMs);
       if (s.ok() || s.code == ctl::ErrorCode::kUntrusted ||
+          (first && s.code == ctl::ErrorCode::kNoEnt) ||
           std::chrono::steady_clock::now() >= give_up) {
         break;
       }

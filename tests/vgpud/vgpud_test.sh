@@ -98,6 +98,29 @@ timeslice)
   esac
   cat "$work/events.out"
   ;;
+stale_socket)
+  # A SIGKILLed vgpud leaves its socket behind: an allocation that does not
+  # fit fails as it would without vgpud, without waiting for the 30 s a
+  # vgpud that went away mid-request is given to come back.
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 60s
+  kill -9 "$daemon"
+  wait "$daemon" 2>/dev/null
+  daemon=""
+  [ -S "$VGPU_RUN_DIR/vgpud.sock" ] || fail "the killed vgpud's socket is gone"
+  job a 100 1000 50
+  job b 100 1000 50
+  wait_line "$work/a.out" allocated
+  wait_line "$work/b.out" allocated
+  start=$(date +%s%N)
+  job c 100 6 300
+  wait "$pid_c"
+  rc=$?
+  waited_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $rc = 3 ] || fail "the job that does not fit should see OUT_OF_MEMORY (exit 3), got $rc: $(cat "$work/c.out")"
+  [ $waited_ms -lt 20000 ] || fail "it waited ${waited_ms} ms for a vgpud that is not running"
+  echo "OUT_OF_MEMORY after ${waited_ms} ms"
+  ;;
 preempt)
   export VGPU_SIM_DEVICES=1x256MiB
   start_daemon --quantum 60s
