@@ -90,6 +90,9 @@ void WatchdogLoop() {
     residency::Result r = on_disk ? residency::Restore("", {}) : residency::Resume({});
     if (r.ok) {
       NoteUnparked();
+      // The image was vgpud's parking place, not a checkpoint anyone asked
+      // for (vgpud deletes it too when it restores a job itself).
+      if (on_disk && !r.path.empty()) unlink(r.path.c_str());
       VGPU_LOG(kWarn, "vgpud gone for {} ms: resumed by itself", g_grace_ms.load());
     }
   }

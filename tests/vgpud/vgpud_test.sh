@@ -149,7 +149,10 @@ kill)
   ;;
 self_resume)
   export VGPU_SIM_DEVICES=1x256MiB
-  start_daemon --quantum 300ms --grace 1s
+  # $2 = disk: past a 1 MiB host budget, a is parked in a checkpoint image.
+  disk_flags=""
+  [ "${2:-}" = disk ] && disk_flags="--host-budget 1MiB --checkpoint-dir $work/images"
+  start_daemon --quantum 300ms --grace 1s $disk_flags
   job a 160 40 100 VGPU_LOG_FILE=stderr
   wait_line "$work/a.out" allocated
   job b 160 20 100 VGPU_LOG_FILE=stderr
@@ -161,6 +164,11 @@ self_resume)
   finish b
   finish a
   grep -q "resumed by itself" "$work/a.out" || fail "a did not resume by itself: $(cat "$work/a.out")"
+  if [ "${2:-}" = disk ]; then
+    grep -q "checkpoint" "$work/vgpud.log" "$work/a.out" || fail "a was not parked on disk"
+    left=$(find "$work/images" -name '*.vgpuckpt' 2>/dev/null)
+    [ -z "$left" ] || fail "the parking image was left behind: $left"
+  fi
   ;;
 killed_parked)
   # A job killed while vgpud has it parked: vgpud forgets it, its group's
