@@ -1,35 +1,12 @@
-// The node's GPUs as vgpud sees them: physical memory used and total per
-// device UUID, through NVML (the driver's libnvidia-ml.so.1, or the simulated
-// node's). vgpud is not interposed: these are the physical figures.
+// vgpud's name for the node's GPUs. The code lives in the driver layer
+// (driver/node_gpus.h) since vgpuctl's CDI generator lists the GPUs too.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "common/status.h"
+#include "driver/node_gpus.h"
 
 namespace vgpu::vgpud {
 
-struct GpuMemory {
-  std::string uuid;
-  int index = 0;
-  uint64_t used = 0;
-  uint64_t total = 0;
-  uint64_t free() const { return used >= total ? 0 : total - used; }
-};
-
-class NodeGpus {
- public:
-  // Loads NVML (once); an error if it cannot be loaded or initialized.
-  Status Init();
-  // Every device's memory now; empty if NVML is unusable.
-  std::vector<GpuMemory> Read() const;
-  // One device's, by UUID; false if unknown.
-  bool Read(const std::string& uuid, GpuMemory* out) const;
-
- private:
-  bool ready_ = false;
-};
+using driver::GpuMemory;
+using driver::NodeGpus;
 
 }  // namespace vgpu::vgpud

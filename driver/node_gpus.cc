@@ -1,12 +1,12 @@
-#include "ctl/vgpud/node_gpus.h"
+#include "driver/node_gpus.h"
 
 #include "driver/real_driver.h"
 
-namespace vgpu::vgpud {
+namespace vgpu::driver {
 
 Status NodeGpus::Init() {
   if (ready_) return Status::Ok();
-  if (driver::Nvml().handle == nullptr) {
+  if (Nvml().handle == nullptr) {
     return Status::Error(ErrorCode::kNoEnt, "libnvidia-ml.so.1 cannot be loaded");
   }
   nvmlReturn_t r = REAL_NVML_CALL(nvmlInit_v2);
@@ -52,4 +52,4 @@ bool NodeGpus::Read(const std::string& uuid, GpuMemory* out) const {
   return false;
 }
 
-}  // namespace vgpu::vgpud
+}  // namespace vgpu::driver
