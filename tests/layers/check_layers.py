@@ -27,12 +27,15 @@ ALLOWED = {
     "ctl/control": {"ctl/control", "common"},
     # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
     # through the driver layer's NVML table); the container hook next.
-    "ctl": {"ctl", "ctl/control", "common"},
+    "ctl": {"ctl", "ctl/control", "ctl/cdi", "common"},
+    # The CDI spec library: lists the GPUs through the driver layer's NVML table.
+    "ctl/cdi": {"ctl/cdi", "common", "driver"},
     "ctl/vgpud": {"ctl/vgpud", "ctl/control", "common", "driver"},
     "intercept": {"intercept", "vmm", "checkpoint", "ctl/control", "common", "driver"},
     "sim": {"sim", "common", "driver", "vgpu"},  # vgpu/: sim/include, the kernel ABI
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/vgpud", "intercept"}
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud",
+           "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
 # Headers generated at build time, by the layer that owns them.

@@ -1,0 +1,66 @@
+// The Container Device Interface (CDI) spec of kind vgpu.io/gpu: built from
+// what the node has (an Inventory), validated, and read back. Pure: no file
+// system, no driver; cdi_host.h finds the Inventory. docs/containers.md says
+// what the spec holds and why. Nothing here throws.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace vgpu::cdi {
+
+inline constexpr std::string_view kKind = "vgpu.io/gpu";
+inline constexpr std::string_view kCdiVersion = "0.6.0";
+// Where the spec puts libvgpu and the driver libraries inside the container:
+// a directory of ours, so nothing of the image is shadowed.
+inline constexpr std::string_view kContainerLibvgpu = "/usr/lib/vgpu/libvgpu.so";
+inline constexpr std::string_view kContainerDriverDir = "/usr/lib/vgpu/driver";
+inline constexpr std::string_view kLibcuda = "libcuda.so.1";
+inline constexpr std::string_view kLibnvml = "libnvidia-ml.so.1";
+inline constexpr std::string_view kHookName = "vgpu-oci-hook";
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;         // empty when not known (vgpuctl cdi generate --gpus N)
+  std::string device_node;  // host path of its /dev/nvidia<index>; empty if absent
+};
+
+// What the node has. Every path is absolute and exists (CollectInventory
+// checks); an empty optional one is left out of the spec.
+struct Inventory {
+  std::vector<Gpu> gpus;
+  std::string libvgpu;  // required
+  std::string libcuda;  // required
+  std::string libnvml;
+  std::string dev_dir = "/dev";           // where the host paths of device nodes are
+  std::vector<std::string> common_nodes;  // host paths: nvidiactl, nvidia-uvm, ...
+  std::string run_dir;                    // the agents' socket directory
+  std::string hook;                       // host path of vgpu-oci-hook
+};
+
+// The spec for `inv`: one device per GPU (named by its index) and "all".
+nlohmann::json BuildSpec(const Inventory& inv);
+
+// Checks what a CDI runtime would refuse: kind, cdiVersion, device names
+// (unique), absolute paths in every edit, hook names.
+Status ValidateSpec(const nlohmann::json& spec);
+
+// One device of a spec, as `vgpuctl cdi list` shows it.
+struct ListedDevice {
+  std::string name;     // "0", "all"
+  std::string visible;  // its VGPU_VISIBLE_DEVICES, empty if it sets none
+};
+
+struct ParsedSpec {
+  std::string kind;
+  std::vector<ListedDevice> devices;
+};
+
+// Parses and validates a spec file's text (JSON; CDI's YAML is not read).
+Status ParseSpec(std::string_view text, ParsedSpec* out);
+
+}  // namespace vgpu::cdi
