@@ -12,6 +12,7 @@
 #include "common/byte_size.h"
 #include "common/config/config.h"
 #include "common/quota_ledger.h"
+#include "ctl/vgpuctl/vgpuctl_cdi.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
 #include "ctl/vgpuctl/vgpuctl_daemon.h"
 #include "ctl/vgpuctl/vgpuctl_process.h"
@@ -39,6 +40,12 @@ constexpr const char* kUsage =
     "      [--priority high|normal|low] [--device N]\n"
     "                          change its limits at runtime (--group G: every process of\n"
     "                          quota group G; SIZE 0: unlimited; --device: one device only)\n"
+    "  cdi generate [--output FILE] [--libvgpu PATH] [--driver-dir DIR] [--run-dir DIR]\n"
+    "      [--dev-dir DIR] [--gpus N]\n"
+    "                          write the node's CDI spec (kind vgpu.io/gpu) as JSON to stdout\n"
+    "                          or FILE (docs/containers.md)\n"
+    "  cdi list [FILE|DIR]...  list the vgpu.io/gpu devices of CDI specs (default: /etc/cdi,\n"
+    "                          /var/run/cdi) and the GPUs each makes visible\n"
     "options of the process commands:\n"
     "  --json                  machine-readable output on stdout\n"
     "  -q, --quiet             no progress display\n"
@@ -124,6 +131,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "config") return Config();
   if (cmd == "quota" && argc == 3) return Quota(argv[2]);
+  if (cmd == "cdi") return vgpu::ctl::cli::Cdi(std::vector<std::string>(argv + 2, argv + argc));
   for (const NamedCommand& c : kProcessCommands) {
     if (cmd == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
   }
