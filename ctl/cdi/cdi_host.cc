@@ -111,7 +111,6 @@ Status FindLibraries(const HostOptions& o, Inventory* inv, std::vector<std::stri
 }
 
 void FindDeviceNodes(const HostOptions& o, Inventory* inv, std::vector<std::string>* w) {
-  inv->dev_dir = o.dev_dir;
   for (Gpu& g : inv->gpus) {
     g.device_node = Optional(o.dev_dir + "/nvidia" + std::to_string(g.index), "GPU device", w);
   }

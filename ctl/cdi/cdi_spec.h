@@ -36,7 +36,6 @@ struct Inventory {
   std::string libvgpu;  // required
   std::string libcuda;  // required
   std::string libnvml;
-  std::string dev_dir = "/dev";           // where the host paths of device nodes are
   std::vector<std::string> common_nodes;  // host paths: nvidiactl, nvidia-uvm, ...
   std::string run_dir;                    // the agents' socket directory
   std::string hook;                       // host path of vgpu-oci-hook
@@ -60,7 +59,8 @@ struct ParsedSpec {
   std::vector<ListedDevice> devices;
 };
 
-// Parses and validates a spec file's text (JSON; CDI's YAML is not read).
+// Parses and validates a spec file's text (JSON; CDI's YAML is not read). A
+// spec of another kind is only parsed: *out gets its kind and no devices.
 Status ParseSpec(std::string_view text, ParsedSpec* out);
 
 }  // namespace vgpu::cdi

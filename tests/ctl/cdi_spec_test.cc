@@ -205,13 +205,24 @@ TEST(CdiParse, RoundTrip) {
   EXPECT_EQ(parsed.devices[2].visible, "0,1");
 }
 
-TEST(CdiParse, MalformedIsAnErrorNotACrash) {
+TEST(CdiParse, OtherKindsAreNotChecked) {
   ParsedSpec parsed;
-  for (
-      const char* text :
-      {"", "{", "[]", "null", R"({"kind":1})", R"({"cdiVersion":"0.6.0","kind":"a.b/c"})",
-       R"({"cdiVersion":"0.6.0","kind":"a.b/c","devices":[{"name":"x","containerEdits":7}]})",
-       R"({"cdiVersion":"0.6.0","kind":"a.b/c","devices":[{"name":"x","containerEdits":{"env":[1]}}]})"}) {
+  Status st = ParseSpec(R"({"kind":"example.com/nic","devices":[{"name":"-"}]})", &parsed);
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(parsed.kind, "example.com/nic");
+  EXPECT_TRUE(parsed.devices.empty());
+}
+
+TEST(CdiParse, MalformedIsAnErrorNotACrash) {
+  const std::string head = R"({"cdiVersion":"0.6.0","kind":"vgpu.io/gpu")";
+  ParsedSpec parsed;
+  for (const std::string& text :
+       {std::string(""), std::string("{"), std::string("[]"), std::string("null"),
+        std::string(R"({"kind":1})"), head + "}",
+        head + R"(,"devices":[{"name":"x","containerEdits":7}]})",
+        head + R"(,"devices":[{"name":"x","containerEdits":{"env":[1]}}]})",
+        head +
+            R"(,"devices":[{"name":"x","containerEdits":{"env":["A=1"]}}],"containerEdits":[]})"}) {
     EXPECT_FALSE(ParseSpec(text, &parsed).ok()) << text;
   }
 }

@@ -105,10 +105,11 @@ TEST_F(CdiVgpuctlTest, ListAGeneratedSpec) {
   RunResult r = Vgpuctl({"cdi", "list", Spec()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "vgpu.io/gpu=0\t0\nvgpu.io/gpu=1\t1\nvgpu.io/gpu=all\t0,1\n");
-  // A directory: its JSON specs; another vendor's spec is not listed.
+  // A directory: its JSON specs; another vendor's spec is neither listed nor
+  // checked (a relative mount path is CDI-valid).
   Write(tmp_.path() + "/specs/other.json",
         R"({"cdiVersion":"0.6.0","kind":"example.com/nic","devices":[{"name":"n0",)"
-        R"("containerEdits":{"env":["A=1"]}}]})");
+        R"("containerEdits":{"mounts":[{"hostPath":"/a","containerPath":"b"}]}}]})");
   Write(tmp_.path() + "/specs/notes.txt", "not a spec");
   r = Vgpuctl({"cdi", "list", tmp_.path() + "/specs"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
