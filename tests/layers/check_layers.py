@@ -26,8 +26,11 @@ ALLOWED = {
     # The control library (protocol, agent server, client, run directory): no CUDA.
     "ctl/control": {"ctl/control", "common"},
     # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
-    # through the driver layer's NVML table); the container hook next.
+    # through the driver layer's NVML table).
     "ctl": {"ctl", "ctl/control", "ctl/cdi", "common"},
+    # The container hook: runs as root on the host for every container, so it
+    # stays small: the option parsers of common/config, no CUDA, no CDI code.
+    "ctl/oci_hook": {"ctl/oci_hook", "ctl/control", "common"},
     # The CDI spec library: lists the GPUs through the driver layer's NVML table.
     "ctl/cdi": {"ctl/cdi", "common", "driver"},
     "ctl/vgpud": {"ctl/vgpud", "ctl/control", "common", "driver"},
@@ -35,7 +38,7 @@ ALLOWED = {
     "sim": {"sim", "common", "driver", "vgpu"},  # vgpu/: sim/include, the kernel ABI
 }
 PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud",
-           "intercept"}
+           "ctl/oci_hook", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
 # Headers generated at build time, by the layer that owns them.

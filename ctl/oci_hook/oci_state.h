@@ -1,0 +1,78 @@
+// What vgpu-oci-hook reads and decides (docs/containers.md, "The OCI hook"):
+// the container state an OCI runtime writes to a hook's stdin, the bundle's
+// config.json, whether the container asked for vgpu, and the VGPU_CONFIG file
+// it gets. Pure (no I/O) so that tests and the fuzz target drive it with bytes;
+// nothing here throws.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace vgpu::oci_hook {
+
+// The container path where the CDI spec mounts libvgpu (ctl/cdi/cdi_spec.h,
+// kContainerLibvgpu; this layer may not include ctl/cdi).
+inline constexpr std::string_view kDefaultPreload = "/usr/lib/vgpu/libvgpu.so";
+// The container path of the file the hook writes; the CDI spec points
+// VGPU_CONFIG at it (ctl/cdi/cdi_spec.h, kContainerConfig).
+inline constexpr std::string_view kContainerConfig = "/etc/vgpu/container.json";
+// Annotations of this prefix, or a VGPU_* variable, ask for vgpu.
+inline constexpr std::string_view kAnnotationPrefix = "vgpu.io/";
+
+// Bounds on untrusted input: a state is a few hundred bytes, a config.json
+// rarely above some kilobytes; far more means something is wrong.
+inline constexpr size_t kMaxStateBytes = 1 << 20;
+inline constexpr size_t kMaxBundleConfigBytes = 16 << 20;
+
+using Annotations = std::map<std::string, std::string>;
+
+// The state of the OCI runtime spec ("State"), the fields the hook uses.
+struct ContainerState {
+  std::string id;
+  std::string status;  // "creating" at createContainer
+  std::string bundle;  // absolute host path of the bundle directory
+  long long pid = 0;   // 0: not given
+  Annotations annotations;
+};
+
+// The bundle's config.json, the fields the hook uses.
+struct BundleConfig {
+  std::string rootfs;            // root.path resolved against the bundle: absolute
+  std::vector<std::string> env;  // process.env, "NAME=VALUE"
+  Annotations annotations;
+};
+
+Status ParseState(std::string_view text, ContainerState* out);
+// `bundle` resolves a relative root.path.
+Status ParseBundleConfig(std::string_view text, const std::string& bundle, BundleConfig* out);
+
+// config.json's annotations over the state's (they should be the same; the
+// runtime copies them, so config.json is the source).
+Annotations MergedAnnotations(const ContainerState& state, const BundleConfig& config);
+
+// Whether the container asked for vgpu: an annotation vgpu.io/*, or a VGPU_*
+// variable in process.env.
+bool AsksForVgpu(const Annotations& annotations, const std::vector<std::string>& env);
+
+// The value of `name` in process.env ("NAME=VALUE" entries; the last wins, as
+// in the environment a runtime builds); false if absent.
+bool EnvValue(const std::vector<std::string>& env, std::string_view name, std::string* value);
+
+// The VGPU_CONFIG file's JSON text for the container: the vgpu.io/
+// annotations as options, each unless process.env sets the option's VGPU_*
+// variable itself (then its value: the user's environment wins, also for
+// processes that clear theirs), and the group (VGPU_GROUP, else the container
+// id). Every value goes through libvgpu's own parsers (common/config); an
+// unknown vgpu.io/ annotation or a malformed value is an error.
+Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
+                            const std::vector<std::string>& env, std::string* json_text);
+
+// A value fit for a one-line message: control characters escaped, truncated.
+std::string Printable(std::string_view s, size_t max_chars = 120);
+
+}  // namespace vgpu::oci_hook

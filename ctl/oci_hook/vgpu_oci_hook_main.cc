@@ -1,0 +1,133 @@
+// vgpu-oci-hook: the OCI runtime hook that makes libvgpu load in every
+// process of a container that asked for vgpu (docs/containers.md, "The OCI
+// hook"). The runtime writes the container state to stdin; the hook reads the
+// bundle's config.json, and writes the container's /etc/vgpu/container.json
+// (its VGPU_CONFIG) and /etc/ld.so.preload.
+//
+// Exit codes: 0 done (or nothing to do), 1 failed (the runtime then fails the
+// container: fail closed), 2 bad arguments.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "ctl/oci_hook/oci_state.h"
+#include "ctl/oci_hook/preload_file.h"
+
+namespace vgpu::oci_hook {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: vgpu-oci-hook [--cdi] [--preload PATH]   (container state JSON on stdin)";
+
+struct Options {
+  bool cdi = false;  // injected by our CDI spec: the container asked for vgpu
+  std::string preload{kDefaultPreload};
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "vgpu-oci-hook: %s\n", message.c_str());
+  return 1;
+}
+
+// A preload entry must be one absolute path the loader reads as one entry.
+bool ValidPreload(std::string_view path) {
+  return !path.empty() && path[0] == '/' && path.find_first_of(" \t\n\r\f\v:") == std::string_view::npos &&
+         Printable(path, path.size()) == path;
+}
+
+bool ParseArgs(int argc, char** argv, Options* out) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--cdi") {
+      out->cdi = true;
+    } else if (arg == "--preload" && i + 1 < argc && ValidPreload(argv[i + 1])) {
+      out->preload = argv[++i];
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status ReadStdin(std::string* out) {
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Error(ErrorCode::kIo, std::string("stdin: ") + std::strerror(errno));
+    if (n == 0) return Status::Ok();
+    if (out->size() + static_cast<size_t>(n) > kMaxStateBytes) {
+      return Status::Error(ErrorCode::kTooBig, "the container state on stdin is larger than " +
+                                                   std::to_string(kMaxStateBytes) + " bytes");
+    }
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+Status LoadContainer(ContainerState* state, BundleConfig* config) {
+  std::string text;
+  Status s = ReadStdin(&text);
+  if (s.ok()) s = ParseState(text, state);
+  if (!s.ok()) return s;
+  const std::string path = state->bundle + "/config.json";
+  s = ReadRegularFile(path, kMaxBundleConfigBytes, &text);
+  if (s.ok()) s = ParseBundleConfig(text, state->bundle, config);
+  if (!s.ok()) s.message = "container " + Printable(state->id) + ": " + s.message;
+  return s;
+}
+
+// Writes the container's VGPU_CONFIG file, then its ld.so.preload: libvgpu is
+// never preloaded without its limits.
+int Act(const Options& opt, const ContainerState& state, const BundleConfig& config) {
+  const std::string id = Printable(state.id);
+  std::string file;
+  Status s = BuildContainerConfig(state.id, MergedAnnotations(state, config), config.env, &file);
+  if (!s.ok()) return Fail("container " + id + ": " + s.message);
+  Fd rootfs;
+  s = OpenRootfs(config.rootfs, &rootfs);
+  if (s.ok()) s = CheckRegularFile(rootfs.get(), opt.preload);
+  if (s.code == ErrorCode::kNoEnt) {
+    return Fail("container " + id + " asks for vgpu but " + opt.preload +
+                " is not in its root file system: use --device vgpu.io/gpu=N (CDI) or mount it");
+  }
+  if (s.ok()) s = WriteContainerFile(rootfs.get(), kContainerConfig, file);
+  if (s.ok()) s = AddPreloadLine(rootfs.get(), opt.preload);
+  if (!s.ok()) return Fail("container " + id + ": " + s.message);
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  Options opt;
+  if (!ParseArgs(argc, argv, &opt)) {
+    std::fprintf(stderr, "%s\n", kUsage);
+    return 2;
+  }
+  ContainerState state;
+  BundleConfig config;
+  // Even without --cdi an unreadable state or config.json is an error: the
+  // hook cannot tell whether the container asked for vgpu, and a failed hook
+  // is visible where a silently ungoverned container is not.
+  Status s = LoadContainer(&state, &config);
+  if (!s.ok()) return Fail(s.message);
+  if (!opt.cdi && !AsksForVgpu(MergedAnnotations(state, config), config.env)) return 0;
+  return Act(opt, state, config);
+}
+
+}  // namespace
+}  // namespace vgpu::oci_hook
+
+int main(int argc, char** argv) {
+  try {
+    return vgpu::oci_hook::Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpu-oci-hook: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "vgpu-oci-hook: internal error\n");
+  }
+  return 1;
+}
