@@ -84,6 +84,9 @@ json CommonEdits(const Inventory& inv) {
   for (const std::string& n : inv.common_nodes) nodes.push_back(DeviceNode(n));
   if (!nodes.empty()) edits["deviceNodes"] = nodes;
   if (!inv.hook.empty()) {
+    // Only with the hook: libvgpu refuses a VGPU_CONFIG file that is missing,
+    // and the hook is what writes it.
+    edits["env"].push_back("VGPU_CONFIG=" + std::string(kContainerConfig));
     edits["hooks"] = {
         {{"hookName", "createContainer"},
          {"path", inv.hook},

@@ -22,6 +22,9 @@ inline constexpr std::string_view kContainerDriverDir = "/usr/lib/vgpu/driver";
 inline constexpr std::string_view kLibcuda = "libcuda.so.1";
 inline constexpr std::string_view kLibnvml = "libnvidia-ml.so.1";
 inline constexpr std::string_view kHookName = "vgpu-oci-hook";
+// The container's VGPU_CONFIG file, which the hook writes (its limits and
+// group); the same path as ctl/oci_hook/oci_state.h, kContainerConfig.
+inline constexpr std::string_view kContainerConfig = "/etc/vgpu/container.json";
 
 struct Gpu {
   int index = 0;

@@ -83,6 +83,7 @@ TEST(CdiSpec, CommonEdits) {
   EXPECT_EQ(edits["hooks"][0]["path"], "/opt/vgpu/bin/vgpu-oci-hook");
   EXPECT_EQ(edits["hooks"][0]["args"],
             json({"vgpu-oci-hook", "--cdi", "--preload", "/usr/lib/vgpu/libvgpu.so"}));
+  EXPECT_TRUE(Contains(edits["env"], "VGPU_CONFIG=/etc/vgpu/container.json")) << edits["env"].dump();
 }
 
 TEST(CdiSpec, OptionalPartsLeftOut) {
@@ -95,6 +96,7 @@ TEST(CdiSpec, OptionalPartsLeftOut) {
   EXPECT_EQ(edits["mounts"].size(), 2u);
   EXPECT_EQ(edits["env"].size(), 2u) << edits["env"].dump();
   EXPECT_FALSE(edits.contains("hooks"));
+  EXPECT_FALSE(Contains(edits["env"], "VGPU_CONFIG=/etc/vgpu/container.json"));
   EXPECT_FALSE(edits.contains("deviceNodes"));
 }
 

@@ -1,0 +1,261 @@
+// vgpu-oci-hook's library (ctl/oci_hook): parsing the container state and
+// config.json, the asks-for-vgpu decision, the VGPU_CONFIG file it builds,
+// and the writes inside a rootfs (temporary directories, no processes).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "ctl/oci_hook/oci_state.h"
+#include "ctl/oci_hook/preload_file.h"
+#include "gtest/gtest.h"
+
+namespace vgpu::oci_hook {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// --- parsing ---
+
+TEST(OciState, ParsesState) {
+  ContainerState st;
+  Status s = ParseState(
+      R"({"ociVersion":"1.2.0","id":"c1","status":"creating","pid":42,"bundle":"/b",
+          "annotations":{"vgpu.io/priority":"high"}})",
+      &st);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(st.id, "c1");
+  EXPECT_EQ(st.status, "creating");
+  EXPECT_EQ(st.pid, 42);
+  EXPECT_EQ(st.bundle, "/b");
+  EXPECT_EQ(st.annotations.at("vgpu.io/priority"), "high");
+}
+
+TEST(OciState, RejectsBadState) {
+  ContainerState st;
+  for (const char* text : {"", "garbage", "[]", R"({"bundle":"/b"})", R"({"id":"c","bundle":"b"})",
+                           R"({"id":"","bundle":"/b"})", R"({"id":7,"bundle":"/b"})",
+                           R"({"id":"c","bundle":"/b","pid":"x"})",
+                           R"({"id":"c","bundle":"/b","annotations":{"a":1}})",
+                           R"({"id":"c\n","bundle":"/b"})"}) {
+    Status s = ParseState(text, &st);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.message.find('\n'), std::string::npos) << s.message;
+    EXPECT_FALSE(s.message.empty());
+  }
+}
+
+TEST(OciState, RejectsDeepNesting) {
+  std::string deep = R"({"id":"c","bundle":"/b","x":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  ContainerState st;
+  Status s = ParseState(deep, &st);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("nested"), std::string::npos) << s.message;
+}
+
+TEST(OciState, RootPathRelativeToBundle) {
+  BundleConfig c;
+  ASSERT_TRUE(ParseBundleConfig(R"({"root":{"path":"rootfs"}})", "/var/b", &c).ok());
+  EXPECT_EQ(c.rootfs, "/var/b/rootfs");
+  ASSERT_TRUE(ParseBundleConfig(R"({"root":{"path":"/srv/root"}})", "/var/b", &c).ok());
+  EXPECT_EQ(c.rootfs, "/srv/root");
+}
+
+TEST(OciState, ParsesEnvAndAnnotations) {
+  BundleConfig c;
+  Status s = ParseBundleConfig(
+      R"({"root":{"path":"r"},"process":{"env":["A=1","VGPU_GROUP=g"]},
+          "annotations":{"vgpu.io/memory-limit":"1g"}})",
+      "/b", &c);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(c.env, (std::vector<std::string>{"A=1", "VGPU_GROUP=g"}));
+  EXPECT_EQ(c.annotations.at("vgpu.io/memory-limit"), "1g");
+}
+
+TEST(OciState, RejectsBadConfig) {
+  BundleConfig c;
+  for (const char* text : {"{", R"({})", R"({"root":{}})", R"({"root":{"path":""}})",
+                           R"({"root":{"path":"r"},"process":{"env":"A=1"}})",
+                           R"({"root":{"path":"r"},"process":{"env":[1]}})"}) {
+    EXPECT_FALSE(ParseBundleConfig(text, "/b", &c).ok()) << text;
+  }
+}
+
+TEST(OciState, ConfigAnnotationsWinOverState) {
+  ContainerState st;
+  st.annotations = {{"a", "state"}, {"b", "state"}};
+  BundleConfig c;
+  c.annotations = {{"a", "config"}};
+  Annotations m = MergedAnnotations(st, c);
+  EXPECT_EQ(m.at("a"), "config");
+  EXPECT_EQ(m.at("b"), "state");
+}
+
+// --- the decision ---
+
+TEST(OciState, AsksForVgpu) {
+  EXPECT_TRUE(AsksForVgpu({{"vgpu.io/memory-limit", "1g"}}, {}));
+  EXPECT_TRUE(AsksForVgpu({}, {"PATH=/bin", "VGPU_GROUP=x"}));
+  EXPECT_FALSE(AsksForVgpu({{"io.kubernetes.pod", "x"}, {"vgpu.iox/a", "1"}},
+                           {"PATH=/bin", "MY_VGPU_X=1", "CUDA_VISIBLE_DEVICES=0"}));
+  EXPECT_FALSE(AsksForVgpu({}, {}));
+}
+
+TEST(OciState, EnvValueLastWins) {
+  std::string v;
+  EXPECT_TRUE(EnvValue({"VGPU_GROUP=a", "VGPU_GROUPX=b", "VGPU_GROUP=c"}, "VGPU_GROUP", &v));
+  EXPECT_EQ(v, "c");
+  EXPECT_FALSE(EnvValue({"VGPU_GROUPX=b"}, "VGPU_GROUP", &v));
+}
+
+// --- the VGPU_CONFIG file ---
+
+json Build(const Annotations& a, const std::vector<std::string>& env, Status* s) {
+  std::string text;
+  *s = BuildContainerConfig("0123abcd", a, env, &text);
+  return s->ok() ? json::parse(text) : json();
+}
+
+TEST(OciState, AnnotationsBecomeOptions) {
+  Status s;
+  json j = Build({{"vgpu.io/memory-limit", "4GiB"}, {"vgpu.io/compute-share", "50"},
+                  {"vgpu.io/priority", "low"}, {"other", "x"}},
+                 {}, &s);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(j, json({{"device_memory_limit", "4GiB"},
+                     {"compute_share", "50"},
+                     {"priority", "low"},
+                     {"group", "0123abcd"}}));
+}
+
+TEST(OciState, ContainerEnvWins) {
+  Status s;
+  json j = Build({{"vgpu.io/memory-limit", "4GiB"}},
+                 {"VGPU_DEVICE_MEMORY_LIMIT=1GiB", "VGPU_GROUP=team"}, &s);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(j["device_memory_limit"], "1GiB");
+  EXPECT_EQ(j["group"], "team");
+}
+
+TEST(OciState, InvalidAnnotationIsAnError) {
+  Status s;
+  Build({{"vgpu.io/memory-limit", "lots"}}, {}, &s);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("vgpu.io/memory-limit"), std::string::npos) << s.message;
+  Build({{"vgpu.io/compute-share", "150"}}, {}, &s);
+  EXPECT_FALSE(s.ok());
+  Build({{"vgpu.io/priority", "urgent"}}, {}, &s);
+  EXPECT_FALSE(s.ok());
+  Build({{"vgpu.io/memory-limt", "1g"}}, {}, &s);  // a typo is not ignored
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("unknown annotation"), std::string::npos) << s.message;
+  Build({}, {"VGPU_GROUP=no spaces"}, &s);
+  EXPECT_FALSE(s.ok());
+}
+
+TEST(OciState, IdThatIsNoGroupNameIsAnError) {
+  std::string text;
+  Status s = BuildContainerConfig("a/b", {}, {}, &text);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("VGPU_GROUP"), std::string::npos) << s.message;
+  EXPECT_TRUE(BuildContainerConfig("a/b", {}, {"VGPU_GROUP=g"}, &text).ok());
+}
+
+// --- writes inside a rootfs ---
+
+class Rootfs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vgpu-oci-hook-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    root_ = dir_ + "/rootfs";
+    fs::create_directories(root_);
+    ASSERT_TRUE(OpenRootfs(root_, &fd_).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string dir_, root_;
+  Fd fd_;
+};
+
+TEST_F(Rootfs, CreatesPreload) {
+  ASSERT_TRUE(AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so").ok());
+  EXPECT_EQ(Read(root_ + "/etc/ld.so.preload"), "/usr/lib/vgpu/libvgpu.so\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((root_ + "/etc/ld.so.preload").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
+TEST_F(Rootfs, AppendsOnceAndKeepsMode) {
+  fs::create_directories(root_ + "/etc");
+  std::ofstream(root_ + "/etc/ld.so.preload") << "/lib/other.so";
+  ::chmod((root_ + "/etc/ld.so.preload").c_str(), 0600);
+  ASSERT_TRUE(AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so").ok());
+  ASSERT_TRUE(AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so").ok());
+  EXPECT_EQ(Read(root_ + "/etc/ld.so.preload"), "/lib/other.so\n/usr/lib/vgpu/libvgpu.so\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((root_ + "/etc/ld.so.preload").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // An entry among others on one line, as the loader splits them, counts too.
+  std::ofstream(root_ + "/etc/ld.so.preload") << "/a.so:/usr/lib/vgpu/libvgpu.so /b.so\n";
+  ASSERT_TRUE(AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so").ok());
+  EXPECT_EQ(Read(root_ + "/etc/ld.so.preload"), "/a.so:/usr/lib/vgpu/libvgpu.so /b.so\n");
+}
+
+TEST_F(Rootfs, RefusesSymlinkedEtc) {
+  const std::string elsewhere = dir_ + "/elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_directory_symlink(elsewhere, root_ + "/etc");
+  Status s = AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("symlink"), std::string::npos) << s.message;
+  EXPECT_FALSE(WriteContainerFile(fd_.get(), kContainerConfig, "{}").ok());
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+}
+
+TEST_F(Rootfs, RefusesSymlinkedPreloadFile) {
+  const std::string target = dir_ + "/host-file";
+  std::ofstream(target) << "host\n";
+  fs::create_directories(root_ + "/etc");
+  fs::create_symlink(target, root_ + "/etc/ld.so.preload");
+  EXPECT_FALSE(AddPreloadLine(fd_.get(), "/usr/lib/vgpu/libvgpu.so").ok());
+  EXPECT_EQ(Read(target), "host\n");
+}
+
+TEST_F(Rootfs, ChecksLibraryWithoutFollowingSymlinks) {
+  EXPECT_EQ(CheckRegularFile(fd_.get(), kDefaultPreload).code, ErrorCode::kNoEnt);
+  fs::create_directories(root_ + "/usr/lib/vgpu");
+  std::ofstream(root_ + "/usr/lib/vgpu/libvgpu.so") << "elf";
+  EXPECT_TRUE(CheckRegularFile(fd_.get(), kDefaultPreload).ok());
+  EXPECT_FALSE(CheckRegularFile(fd_.get(), "/usr/../../etc/passwd").ok());
+  fs::remove(root_ + "/usr/lib/vgpu/libvgpu.so");
+  fs::create_symlink("/bin/sh", root_ + "/usr/lib/vgpu/libvgpu.so");
+  EXPECT_FALSE(CheckRegularFile(fd_.get(), kDefaultPreload).ok());
+}
+
+TEST_F(Rootfs, WritesContainerFile) {
+  ASSERT_TRUE(WriteContainerFile(fd_.get(), kContainerConfig, "{\"group\": \"g\"}\n").ok());
+  EXPECT_EQ(Read(root_ + "/etc/vgpu/container.json"), "{\"group\": \"g\"}\n");
+  ASSERT_TRUE(WriteContainerFile(fd_.get(), kContainerConfig, "{}\n").ok());
+  EXPECT_EQ(Read(root_ + "/etc/vgpu/container.json"), "{}\n");
+  int leftovers = 0;
+  for (const auto& e : fs::directory_iterator(root_ + "/etc/vgpu")) leftovers += e.path().filename().string()[0] == '.';
+  EXPECT_EQ(leftovers, 0);
+}
+
+}  // namespace
+}  // namespace vgpu::oci_hook
