@@ -234,6 +234,18 @@ bool AsksForVgpu(const Annotations& annotations, const std::vector<std::string>&
   return false;
 }
 
+Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env) {
+  std::string unused;
+  if (EnvValue(env, "VGPU_CONFIG", &unused)) return Status::Ok();
+  for (const auto& [key, value] : annotations) {
+    if (!key.starts_with(kAnnotationPrefix)) continue;
+    return Invalid("annotation " + Printable(key) + " is set but the container's environment has no "
+                   "VGPU_CONFIG, so libvgpu would never read it: set VGPU_CONFIG=" +
+                   std::string(kContainerConfig) + " or use --device vgpu.io/gpu=N (CDI)");
+  }
+  return Status::Ok();
+}
+
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
                             const std::vector<std::string>& env, std::string* json_text) {
   try {

@@ -72,6 +72,13 @@ bool EnvValue(const std::vector<std::string>& env, std::string_view name, std::s
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
                             const std::vector<std::string>& env, std::string* json_text);
 
+// Whether libvgpu in the container will read the file: with vgpu.io/
+// annotations, process.env must set VGPU_CONFIG (the CDI spec sets it to
+// kContainerConfig; a user's own file wins, as their environment does). An
+// error otherwise: limits asked for but never applied are worse than a
+// container that does not start.
+Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env);
+
 // A value fit for a one-line message: control characters escaped, truncated.
 std::string Printable(std::string_view s, size_t max_chars = 120);
 

@@ -86,11 +86,13 @@ Status LoadContainer(ContainerState* state, BundleConfig* config) {
 int Act(const Options& opt, const ContainerState& state, const BundleConfig& config) {
   const std::string id = Printable(state.id);
   std::string file;
-  Status s = BuildContainerConfig(state.id, MergedAnnotations(state, config), config.env, &file);
-  if (!s.ok()) return Fail("container " + id + ": " + s.message);
+  const Annotations annotations = MergedAnnotations(state, config);
+  Status s = BuildContainerConfig(state.id, annotations, config.env, &file);
+  if (s.ok()) s = CheckConfigReachable(annotations, config.env);
   Fd rootfs;
-  s = OpenRootfs(config.rootfs, &rootfs);
-  if (s.ok()) s = CheckRegularFile(rootfs.get(), opt.preload);
+  if (s.ok()) s = OpenRootfs(config.rootfs, &rootfs);
+  if (!s.ok()) return Fail("container " + id + ": " + s.message);
+  s = CheckRegularFile(rootfs.get(), opt.preload);
   if (s.code == ErrorCode::kNoEnt) {
     return Fail("container " + id + " asks for vgpu but " + opt.preload +
                 " is not in its root file system: use --device vgpu.io/gpu=N (CDI) or mount it");

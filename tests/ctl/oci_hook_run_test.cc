@@ -89,7 +89,8 @@ class OciHookRun : public ::testing::Test {
 
 TEST_F(OciHookRun, CdiModeWritesPreloadAndConfig) {
   MountLibrary();
-  WriteConfig({{"vgpu.io/memory-limit", "2GiB"}, {"vgpu.io/priority", "high"}}, {"PATH=/bin"});
+  WriteConfig({{"vgpu.io/memory-limit", "2GiB"}, {"vgpu.io/priority", "high"}},
+              {"PATH=/bin", "VGPU_CONFIG=/etc/vgpu/container.json"});
   Result r = Run({"--cdi", "--preload", "/usr/lib/vgpu/libvgpu.so"}, State());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -130,7 +131,7 @@ TEST_F(OciHookRun, HooksDirModeActsOnEnvRequest) {
 }
 
 TEST_F(OciHookRun, MissingLibraryFailsClosed) {
-  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {});
+  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {"VGPU_CONFIG=/etc/vgpu/container.json"});
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--cdi"}, {}}) {
     Result r = Run(args, State("job7"));
     EXPECT_EQ(r.exit_code, 1);
@@ -143,11 +144,20 @@ TEST_F(OciHookRun, MissingLibraryFailsClosed) {
 
 TEST_F(OciHookRun, InvalidAnnotationFails) {
   MountLibrary();
-  WriteConfig({{"vgpu.io/compute-share", "250%"}}, {});
+  WriteConfig({{"vgpu.io/compute-share", "250%"}}, {"VGPU_CONFIG=/etc/vgpu/container.json"});
   Result r = Run({}, State());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("vgpu.io/compute-share"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.preload"));
+}
+
+TEST_F(OciHookRun, AnnotationsWithoutVgpuConfigFail) {
+  MountLibrary();
+  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {"PATH=/bin"});  // hooks.d, no CDI spec
+  Result r = Run({}, State());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no VGPU_CONFIG"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.preload"));
 }
 

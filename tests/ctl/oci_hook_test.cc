@@ -169,6 +169,16 @@ TEST(OciState, IdThatIsNoGroupNameIsAnError) {
   EXPECT_TRUE(BuildContainerConfig("a/b", {}, {"VGPU_GROUP=g"}, &text).ok());
 }
 
+TEST(OciState, AnnotationsNeedVgpuConfigInEnv) {
+  Status s = CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}}, {"PATH=/bin"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("VGPU_CONFIG=/etc/vgpu/container.json"), std::string::npos) << s.message;
+  EXPECT_TRUE(CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}},
+                                   {"VGPU_CONFIG=/etc/vgpu/container.json"})
+                  .ok());
+  EXPECT_TRUE(CheckConfigReachable({{"other", "x"}}, {"VGPU_GROUP=g"}).ok());
+}
+
 // --- writes inside a rootfs ---
 
 class Rootfs : public ::testing::Test {
