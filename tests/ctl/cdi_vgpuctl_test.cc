@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -51,9 +52,12 @@ TEST_F(CdiVgpuctlTest, GenerateWritesAValidSpecFile) {
   RunResult r = Generate({"--gpus", "2", "--output", Spec()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  // The fake host has no NVML library, no nvidia1 and no hook: warned, left out.
+  // The fake host has no NVML library and no nvidia1: warned, left out.
   EXPECT_NE(r.err.find("libnvidia-ml.so.1 (NVML) does not exist"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nvidia1 (GPU device)"), std::string::npos) << r.err;
+  // vgpu-oci-hook is built beside vgpuctl (CMakeLists.txt makes sure), where
+  // the generator looks; with it comes the VGPU_CONFIG file it writes.
+  EXPECT_EQ(r.err.find("OCI hook"), std::string::npos) << r.err;
   struct stat st{};
   ASSERT_EQ(stat(Spec().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
@@ -64,6 +68,13 @@ TEST_F(CdiVgpuctlTest, GenerateWritesAValidSpecFile) {
   EXPECT_EQ(spec["devices"].size(), 3u);
   EXPECT_EQ(spec["containerEdits"]["mounts"].size(), 3u)  // libvgpu, libcuda, run directory
       << spec["containerEdits"].dump(2);
+  ASSERT_EQ(spec["containerEdits"]["hooks"].size(), 1u) << spec["containerEdits"].dump(2);
+  const std::string hook = spec["containerEdits"]["hooks"][0]["path"];
+  EXPECT_EQ(hook.substr(hook.rfind('/') + 1), "vgpu-oci-hook");
+  EXPECT_EQ(access(hook.c_str(), X_OK), 0) << hook;
+  const json& env = spec["containerEdits"]["env"];
+  EXPECT_NE(std::find(env.begin(), env.end(), "VGPU_CONFIG=/etc/vgpu/container.json"), env.end())
+      << env.dump();
 }
 
 TEST_F(CdiVgpuctlTest, GenerateToStdout) {
