@@ -83,7 +83,8 @@ Status ParseEnv(const json& config, std::vector<std::string>* out) {
   if (env == process->end() || env->is_null()) return Status::Ok();
   if (!env->is_array()) return Invalid("config.json: \"process.env\" is not an array");
   for (const auto& entry : *env) {
-    if (!entry.is_string()) return Invalid("config.json: an entry of \"process.env\" is not a string");
+    if (!entry.is_string())
+      return Invalid("config.json: an entry of \"process.env\" is not a string");
     out->push_back(entry.get<std::string>());
   }
   return Status::Ok();
@@ -192,7 +193,8 @@ Status ParseBundleConfig(std::string_view text, const std::string& bundle, Bundl
   Status s = ParseObject(text, "config.json", &config);
   if (!s.ok()) return s;
   auto root = config.find("root");
-  if (root == config.end() || !root->is_object()) return Invalid("config.json has no \"root\" object");
+  if (root == config.end() || !root->is_object())
+    return Invalid("config.json has no \"root\" object");
   std::string path;
   s = StringField(*root, "path", "config.json: root", true, &path);
   if (!s.ok()) return s;
@@ -239,7 +241,8 @@ Status CheckConfigReachable(const Annotations& annotations, const std::vector<st
   if (EnvValue(env, "VGPU_CONFIG", &unused)) return Status::Ok();
   for (const auto& [key, value] : annotations) {
     if (!key.starts_with(kAnnotationPrefix)) continue;
-    return Invalid("annotation " + Printable(key) + " is set but the container's environment has no "
+    return Invalid("annotation " + Printable(key) +
+                   " is set but the container's environment has no "
                    "VGPU_CONFIG, so libvgpu would never read it: set VGPU_CONFIG=" +
                    std::string(kContainerConfig) + " or use --device vgpu.io/gpu=N (CDI)");
   }
@@ -255,13 +258,14 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
       const AnnotationOption* option = OptionOfAnnotation(key);
       // A typo (vgpu.io/memory-limt) must not leave the container unlimited.
       if (option == nullptr) {
-        return Invalid("unknown annotation '" + Printable(key) + "': expected " + KnownAnnotations());
+        return Invalid("unknown annotation '" + Printable(key) + "': expected " +
+                       KnownAnnotations());
       }
       Status s = SetOption(option->env, env, value, "annotation " + key, &file);
       if (!s.ok()) return s;
     }
-    Status s = SetOption("VGPU_GROUP", env, id, "the container id as quota group (set VGPU_GROUP)",
-                         &file);
+    Status s =
+        SetOption("VGPU_GROUP", env, id, "the container id as quota group (set VGPU_GROUP)", &file);
     if (!s.ok()) return s;
     *json_text = file.dump(2) + "\n";
     return Status::Ok();

@@ -51,8 +51,9 @@ Status OpenDirAt(int dir, const std::string& name, const std::string& shown, boo
     }
     int err = errno;
     if (err == ELOOP || err == ENOTDIR) {
-      return Status::Error(ErrorCode::kPerm, shown + " is a symlink or not a directory: refused, "
-                                                     "it could lead out of the container");
+      return Status::Error(ErrorCode::kPerm, shown +
+                                                 " is a symlink or not a directory: refused, "
+                                                 "it could lead out of the container");
     }
     if (err != ENOENT || !create) return Errno(CodeOf(err), shown, err);
     if (::mkdirat(dir, name.c_str(), kDirMode) != 0 && errno != EEXIST) {
@@ -83,7 +84,8 @@ Status OpenParent(int rootfs_fd, const std::vector<std::string>& parts, bool cre
 Status ReadFd(int fd, size_t max_bytes, const std::string& shown, std::string* out) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Errno(ErrorCode::kIo, shown, errno);
-  if (!S_ISREG(st.st_mode)) return Status::Error(ErrorCode::kInval, shown + " is not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return Status::Error(ErrorCode::kInval, shown + " is not a regular file");
   out->clear();
   char buf[8192];
   while (true) {
@@ -115,8 +117,8 @@ Status WriteAll(int fd, std::string_view data) {
 Status ReplaceFile(int dir, const std::string& name, const std::string& shown,
                    std::string_view content, mode_t mode) {
   static std::atomic<int> counter{0};
-  const std::string tmp = "." + name + ".vgpu-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(counter++);
+  const std::string tmp =
+      "." + name + ".vgpu-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Errno(ErrorCode::kIo, "cannot create a temporary file beside " + shown, errno);
   Fd file(fd);
@@ -211,8 +213,9 @@ Status AddPreloadLine(int rootfs_fd, std::string_view line) {
     s = ReadFd(file.get(), kMaxPreloadBytes, shown, &text);
     if (!s.ok()) return s;
   } else if (errno == ELOOP) {
-    return Status::Error(ErrorCode::kPerm, shown + " is a symlink: refused, it could lead out of "
-                                                   "the container");
+    return Status::Error(ErrorCode::kPerm, shown +
+                                               " is a symlink: refused, it could lead out of "
+                                               "the container");
   } else if (errno != ENOENT) {
     return Errno(ErrorCode::kIo, shown, errno);
   }

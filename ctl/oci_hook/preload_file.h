@@ -49,7 +49,6 @@ Status AddPreloadLine(int rootfs_fd, std::string_view line);
 
 // Writes `content` to `container_path` (absolute), mode 0644, creating the
 // missing directories (0755).
-Status WriteContainerFile(int rootfs_fd, std::string_view container_path,
-                          std::string_view content);
+Status WriteContainerFile(int rootfs_fd, std::string_view container_path, std::string_view content);
 
 }  // namespace vgpu::oci_hook

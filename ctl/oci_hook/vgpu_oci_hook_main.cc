@@ -36,7 +36,8 @@ int Fail(const std::string& message) {
 
 // A preload entry must be one absolute path the loader reads as one entry.
 bool ValidPreload(std::string_view path) {
-  return !path.empty() && path[0] == '/' && path.find_first_of(" \t\n\r\f\v:") == std::string_view::npos &&
+  return !path.empty() && path[0] == '/' &&
+         path.find_first_of(" \t\n\r\f\v:") == std::string_view::npos &&
          Printable(path, path.size()) == path;
 }
 

@@ -55,7 +55,10 @@ class OciHookRun : public ::testing::Test {
     std::ofstream(bundle_ + "/config.json") << c.dump();
   }
   std::string State(const std::string& id = "c0ffee") {
-    return json({{"ociVersion", "1.2.0"}, {"id", id}, {"status", "creating"}, {"pid", 1},
+    return json({{"ociVersion", "1.2.0"},
+                 {"id", id},
+                 {"status", "creating"},
+                 {"pid", 1},
                  {"bundle", bundle_}})
         .dump();
   }

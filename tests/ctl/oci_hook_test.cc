@@ -40,11 +40,11 @@ TEST(OciState, ParsesState) {
 
 TEST(OciState, RejectsBadState) {
   ContainerState st;
-  for (const char* text : {"", "garbage", "[]", R"({"bundle":"/b"})", R"({"id":"c","bundle":"b"})",
-                           R"({"id":"","bundle":"/b"})", R"({"id":7,"bundle":"/b"})",
-                           R"({"id":"c","bundle":"/b","pid":"x"})",
-                           R"({"id":"c","bundle":"/b","annotations":{"a":1}})",
-                           R"({"id":"c\n","bundle":"/b"})"}) {
+  for (const char* text :
+       {"", "garbage", "[]", R"({"bundle":"/b"})", R"({"id":"c","bundle":"b"})",
+        R"({"id":"","bundle":"/b"})", R"({"id":7,"bundle":"/b"})",
+        R"({"id":"c","bundle":"/b","pid":"x"})",
+        R"({"id":"c","bundle":"/b","annotations":{"a":1}})", R"({"id":"c\n","bundle":"/b"})"}) {
     Status s = ParseState(text, &st);
     EXPECT_FALSE(s.ok()) << text;
     EXPECT_EQ(s.message.find('\n'), std::string::npos) << s.message;
@@ -53,8 +53,8 @@ TEST(OciState, RejectsBadState) {
 }
 
 TEST(OciState, RejectsDeepNesting) {
-  std::string deep = R"({"id":"c","bundle":"/b","x":)" + std::string(100000, '[') +
-                     std::string(100000, ']') + "}";
+  std::string deep =
+      R"({"id":"c","bundle":"/b","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
   ContainerState st;
   Status s = ParseState(deep, &st);
   EXPECT_FALSE(s.ok());
@@ -126,8 +126,10 @@ json Build(const Annotations& a, const std::vector<std::string>& env, Status* s)
 
 TEST(OciState, AnnotationsBecomeOptions) {
   Status s;
-  json j = Build({{"vgpu.io/memory-limit", "4GiB"}, {"vgpu.io/compute-share", "50"},
-                  {"vgpu.io/priority", "low"}, {"other", "x"}},
+  json j = Build({{"vgpu.io/memory-limit", "4GiB"},
+                  {"vgpu.io/compute-share", "50"},
+                  {"vgpu.io/priority", "low"},
+                  {"other", "x"}},
                  {}, &s);
   ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(j, json({{"device_memory_limit", "4GiB"},
@@ -263,7 +265,8 @@ TEST_F(Rootfs, WritesContainerFile) {
   ASSERT_TRUE(WriteContainerFile(fd_.get(), kContainerConfig, "{}\n").ok());
   EXPECT_EQ(Read(root_ + "/etc/vgpu/container.json"), "{}\n");
   int leftovers = 0;
-  for (const auto& e : fs::directory_iterator(root_ + "/etc/vgpu")) leftovers += e.path().filename().string()[0] == '.';
+  for (const auto& e : fs::directory_iterator(root_ + "/etc/vgpu"))
+    leftovers += e.path().filename().string()[0] == '.';
   EXPECT_EQ(leftovers, 0);
 }
 
