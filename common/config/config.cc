@@ -4,6 +4,8 @@
 // queries.
 #include "common/config/config.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "common/config/config_file.h"
@@ -99,12 +101,16 @@ std::vector<std::string> EnvironNames() {
 }
 
 bool LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>& env_names,
-                      Config* out, std::string* error) {
+                      const char* fallback_file, Config* out, std::string* error) {
   LoadState st{out};
   const auto table = OptionTable();
   const size_t config_option = OptionIndex("VGPU_CONFIG");
   // The file first (lowest precedence after the defaults), then the environment.
   if (!ApplyEnvOption(config_option, getenv_fn, &st, error)) return false;
+  if (getenv_fn("VGPU_CONFIG") == nullptr && fallback_file != nullptr &&
+      access(fallback_file, F_OK) == 0) {
+    out->config_file = fallback_file;
+  }
   if (!out->config_file.empty() && !ApplyJsonFile(out->config_file, &st, error)) return false;
   for (size_t i = 0; i < table.size(); ++i) {
     if (i != config_option && !ApplyEnvOption(i, getenv_fn, &st, error)) return false;
@@ -168,11 +174,12 @@ bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out, std
 }
 
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
-                const std::vector<std::string>* env_names) {
+                const std::vector<std::string>* env_names, const char* fallback_file) {
   try {
     *out = Config{};
-    bool ok = env_names != nullptr ? LoadConfigOrFail(getenv_fn, *env_names, out, error)
-                                   : LoadConfigOrFail(getenv_fn, EnvironNames(), out, error);
+    bool ok = env_names != nullptr
+                  ? LoadConfigOrFail(getenv_fn, *env_names, fallback_file, out, error)
+                  : LoadConfigOrFail(getenv_fn, EnvironNames(), fallback_file, out, error);
     if (!ok) *out = Config{};
     return ok;
   } catch (...) {

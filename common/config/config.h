@@ -116,8 +116,14 @@ bool IsConfigVariable(const std::string& name);
 // to reject malformed indexed names (CUDA_DEVICE_MEMORY_LIMIT_x); null: the
 // names in `environ`. A name counts as set only if getenv_fn returns non-null.
 using EnvLookup = std::function<const char*(const char*)>;
+// The file vgpu-oci-hook writes in a container it prepares: read when
+// VGPU_CONFIG is unset, so that a process which cleared its environment (and
+// still loads libvgpu through /etc/ld.so.preload) keeps the container's
+// limits. `fallback_file` (tests: a temporary file; nullptr: none).
+inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
-                const std::vector<std::string>* env_names = nullptr);
+                const std::vector<std::string>* env_names = nullptr,
+                const char* fallback_file = kContainerConfigFile);
 
 // Reads one option (`env`, its VGPU_* name) from the environment alone, into
 // the fields of *out it owns: for vgpuctl and the control library, which need

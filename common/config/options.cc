@@ -316,9 +316,10 @@ constexpr OptionSpec kOptions[] = {
      false,
      ParseLogFile,
      nullptr},
-    {{"VGPU_CONFIG", "", "", "none",
-      "Path of a JSON file holding any of the other options; environment variables override "
-      "it."},
+    {{"VGPU_CONFIG", "", "", "none (/etc/vgpu/container.json if it exists)",
+      "Path of a JSON file holding any of the other options, which environment variables "
+      "override; unset, /etc/vgpu/container.json when that file exists (vgpu-oci-hook writes "
+      "it in a container, for processes that clear their environment)."},
      Kind::kScalar,
      false,
      ParseConfigPath,

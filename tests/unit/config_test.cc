@@ -36,7 +36,7 @@ class ConfigTest : public ::testing::Test {
           auto it = env_.find(name);
           return it == env_.end() ? nullptr : it->second.c_str();
         },
-        &cfg_, &error_, &names);
+        &cfg_, &error_, &names, fallback_.empty() ? nullptr : fallback_.c_str());
   }
 
   // Loads, expecting success.
@@ -66,6 +66,7 @@ class ConfigTest : public ::testing::Test {
   }
 
   std::map<std::string, std::string> env_;
+  std::string fallback_;  // the container file read without VGPU_CONFIG; empty: none
   Config cfg_;
   std::string error_;
 };
@@ -622,6 +623,33 @@ TEST_F(ConfigTest, EmptyJsonObjectIsAPassThrough) {
   UseFile("{}");
   LoadOk();
   EXPECT_FALSE(cfg_.configured);
+}
+
+// In a container prepared by vgpu-oci-hook, a process that cleared its
+// environment still reads the container's file; VGPU_CONFIG, when set, and
+// the environment win over it.
+TEST_F(ConfigTest, ContainerFileIsReadWhenVgpuConfigIsUnset) {
+  fallback_ = ::testing::TempDir() + "vgpu_config_test_container.json";
+  std::ofstream(fallback_) << R"({"device_memory_limit": "2GiB", "group": "ctr"})";
+  LoadOk();
+  EXPECT_EQ(cfg_.config_file, fallback_);
+  EXPECT_EQ(cfg_.LimitFor(0), 2 * kGiB);
+  EXPECT_EQ(cfg_.group, "ctr");
+  EXPECT_TRUE(cfg_.configured);
+  env_["VGPU_GROUP"] = "env";
+  LoadOk();
+  EXPECT_EQ(cfg_.group, "env");
+  const std::string named = fallback_;
+  fallback_ += ".absent";  // no container file: nothing is read
+  env_.erase("VGPU_GROUP");
+  LoadOk();
+  EXPECT_EQ(cfg_.config_file, "");
+  EXPECT_FALSE(cfg_.configured);
+  fallback_ = named;
+  env_["VGPU_CONFIG"] = UseFile(R"({"device_memory_limit": "4GiB"})");
+  LoadOk();
+  EXPECT_EQ(cfg_.LimitFor(0), 4 * kGiB);  // the file VGPU_CONFIG names, not the container's
+  EXPECT_EQ(cfg_.group, "");
 }
 
 TEST_F(ConfigTest, EnvOverridesFileOverridesDefault) {
