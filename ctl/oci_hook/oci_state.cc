@@ -237,14 +237,14 @@ bool AsksForVgpu(const Annotations& annotations, const std::vector<std::string>&
 }
 
 Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env) {
-  std::string unused;
-  if (EnvValue(env, "VGPU_CONFIG", &unused)) return Status::Ok();
+  // Unset, libvgpu reads kContainerConfig by itself (common/config).
+  std::string named;
+  if (!EnvValue(env, "VGPU_CONFIG", &named) || named == kContainerConfig) return Status::Ok();
   for (const auto& [key, value] : annotations) {
     if (!key.starts_with(kAnnotationPrefix)) continue;
-    return Invalid("annotation " + Printable(key) +
-                   " is set but the container's environment has no "
-                   "VGPU_CONFIG, so libvgpu would never read it: set VGPU_CONFIG=" +
-                   std::string(kContainerConfig) + " or use --device vgpu.io/gpu=N (CDI)");
+    return Invalid("annotation " + Printable(key) + " is set but the container's VGPU_CONFIG=" +
+                   Printable(named) + " names another file, so libvgpu would never read it: "
+                   "unset VGPU_CONFIG or set it to " + std::string(kContainerConfig));
   }
   return Status::Ok();
 }

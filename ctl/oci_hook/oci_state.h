@@ -73,10 +73,10 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
                             const std::vector<std::string>& env, std::string* json_text);
 
 // Whether libvgpu in the container will read the file: with vgpu.io/
-// annotations, process.env must set VGPU_CONFIG (the CDI spec sets it to
-// kContainerConfig; a user's own file wins, as their environment does). An
-// error otherwise: limits asked for but never applied are worse than a
-// container that does not start.
+// annotations, process.env must leave VGPU_CONFIG unset (libvgpu then reads
+// kContainerConfig) or name kContainerConfig (as the CDI spec does). A
+// VGPU_CONFIG naming another file is an error: limits asked for but never
+// applied are worse than a container that does not start.
 Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env);
 
 // A value fit for a one-line message: control characters escaped, truncated.

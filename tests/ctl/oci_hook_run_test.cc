@@ -155,13 +155,19 @@ TEST_F(OciHookRun, InvalidAnnotationFails) {
   EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.preload"));
 }
 
-TEST_F(OciHookRun, AnnotationsWithoutVgpuConfigFail) {
+// hooks.d, no CDI spec: VGPU_CONFIG unset is fine (libvgpu reads the
+// container file by itself); one naming another file would hide the limits.
+TEST_F(OciHookRun, AnnotationsWithAnotherVgpuConfigFail) {
   MountLibrary();
-  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {"PATH=/bin"});  // hooks.d, no CDI spec
+  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {"PATH=/bin", "VGPU_CONFIG=/etc/my.json"});
   Result r = Run({}, State());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no VGPU_CONFIG"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("names another file"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.preload"));
+  WriteConfig({{"vgpu.io/memory-limit", "1GiB"}}, {"PATH=/bin"});
+  r = Run({}, State());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(root_ + "/etc/vgpu/container.json"));
 }
 
 TEST_F(OciHookRun, SymlinkedEtcRefused) {

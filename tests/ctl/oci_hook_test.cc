@@ -171,14 +171,18 @@ TEST(OciState, IdThatIsNoGroupNameIsAnError) {
   EXPECT_TRUE(BuildContainerConfig("a/b", {}, {"VGPU_GROUP=g"}, &text).ok());
 }
 
-TEST(OciState, AnnotationsNeedVgpuConfigInEnv) {
-  Status s = CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}}, {"PATH=/bin"});
+TEST(OciState, AnnotationsNeedTheContainerFileToBeRead) {
+  Status s = CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}},
+                                  {"VGPU_CONFIG=/etc/my.json"});
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message.find("VGPU_CONFIG=/etc/vgpu/container.json"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("/etc/my.json"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("/etc/vgpu/container.json"), std::string::npos) << s.message;
+  // Unset: libvgpu reads the container file by itself.
+  EXPECT_TRUE(CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}}, {"PATH=/bin"}).ok());
   EXPECT_TRUE(CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}},
                                    {"VGPU_CONFIG=/etc/vgpu/container.json"})
                   .ok());
-  EXPECT_TRUE(CheckConfigReachable({{"other", "x"}}, {"VGPU_GROUP=g"}).ok());
+  EXPECT_TRUE(CheckConfigReachable({{"other", "x"}}, {"VGPU_CONFIG=/etc/my.json"}).ok());
 }
 
 // --- writes inside a rootfs ---
