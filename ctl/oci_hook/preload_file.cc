@@ -81,6 +81,15 @@ Status OpenParent(int rootfs_fd, const std::vector<std::string>& parts, bool cre
   return Status::Ok();
 }
 
+// OpenParent for a container path: its components in *parts.
+Status OpenParentOf(int rootfs_fd, std::string_view container_path, bool create,
+                    std::vector<std::string>* parts, Fd* out, std::string* shown) {
+  if (!SplitPath(container_path, parts)) {
+    return Status::Error(ErrorCode::kInval, "'" + Printable(container_path) + "' is not a path");
+  }
+  return OpenParent(rootfs_fd, *parts, create, out, shown);
+}
+
 Status ReadFd(int fd, size_t max_bytes, const std::string& shown, std::string* out) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Errno(ErrorCode::kIo, shown, errno);
@@ -180,12 +189,9 @@ Status OpenRootfs(const std::string& rootfs, Fd* out) {
 
 Status CheckRegularFile(int rootfs_fd, std::string_view container_path) {
   std::vector<std::string> parts;
-  if (!SplitPath(container_path, &parts)) {
-    return Status::Error(ErrorCode::kInval, "'" + Printable(container_path) + "' is not a path");
-  }
   Fd dir;
   std::string shown;
-  Status s = OpenParent(rootfs_fd, parts, false, &dir, &shown);
+  Status s = OpenParentOf(rootfs_fd, container_path, false, &parts, &dir, &shown);
   if (!s.ok()) return s;
   struct stat st {};
   if (::fstatat(dir.get(), parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -228,12 +234,9 @@ Status AddPreloadLine(int rootfs_fd, std::string_view line) {
 Status WriteContainerFile(int rootfs_fd, std::string_view container_path,
                           std::string_view content) {
   std::vector<std::string> parts;
-  if (!SplitPath(container_path, &parts)) {
-    return Status::Error(ErrorCode::kInval, "'" + Printable(container_path) + "' is not a path");
-  }
   Fd dir;
   std::string shown;
-  Status s = OpenParent(rootfs_fd, parts, true, &dir, &shown);
+  Status s = OpenParentOf(rootfs_fd, container_path, true, &parts, &dir, &shown);
   if (!s.ok()) return s;
   return ReplaceFile(dir.get(), parts.back(), "<rootfs>" + shown, content, kFileMode);
 }
