@@ -286,6 +286,8 @@ void QuotaLedger::ReleasePreviousImages(LedgerSlot* mine, pid_t pid, uint64_t st
   }
 }
 
+bool QuotaLedger::Join() { return Self() != nullptr; }
+
 LedgerSlot* QuotaLedger::Self() {
   LedgerSlot* s = self_.load(std::memory_order_acquire);
   if (s != nullptr) return s;

@@ -62,6 +62,12 @@ class QuotaLedger {
                                            std::string* error);
   ~QuotaLedger();
 
+  // Claims this process's member slot now (it is otherwise claimed at the
+  // first reservation); false if all kLedgerSlots hold live processes.
+  // libvgpu joins at cuInit, so the 513th process of a group fails there
+  // with a clear message instead of at its first allocation.
+  bool Join();
+
   // Reserves bytes on device d for this process; false if that would put the
   // group over its limit (after reaping dead members once).
   bool TryReserve(int d, uint64_t bytes);

@@ -17,10 +17,26 @@ namespace {
 constexpr uint64_t kMaxRefillNs = 100'000'000;  // a stalled refiller never floods buckets
 
 static_assert(ShmRegionHeaderMatches<SchedLayout>());
-static_assert(kSchedGroups <= 32, "group sets are uint32_t bit masks");
 
-// The bit of group slot g in a set of groups; none for an index out of range.
-uint32_t GroupBit(int g) { return g >= 0 && g < kSchedGroups ? 1u << g : 0; }
+// Adds group slot g to a set; an index out of range (-1: no group) adds nothing.
+void AddGroup(GroupSet& set, int g) {
+  if (g >= 0 && g < kSchedGroups) set.set(static_cast<size_t>(g));
+}
+bool HasGroup(const GroupSet& set, int g) {
+  return g >= 0 && g < kSchedGroups && set.test(static_cast<size_t>(g));
+}
+// Whether `set` holds a group other than g.
+bool HasOtherThan(GroupSet set, int g) {
+  if (g >= 0 && g < kSchedGroups) set.reset(static_cast<size_t>(g));
+  return set.any();
+}
+
+// Raises a high-water mark to at least `to`.
+void RaiseTo(std::atomic<uint32_t>& hwm, uint32_t to) {
+  uint32_t cur = hwm.load();
+  while (cur < to && !hwm.compare_exchange_weak(cur, to)) {
+  }
+}
 
 // The display name, stored char by char as atomics: only such a stalled
 // claimer writes it concurrently with another (see ResetGroup).
@@ -95,6 +111,7 @@ int SchedRegion::RegisterClient(pid_t pid) {
       cl.start_time.store(start);
       for (auto& g : cl.group) g.store(-1);
       for (auto& d : cl.demand_since_ns) d.store(0);
+      RaiseTo(layout_->clients_hwm, static_cast<uint32_t>(c) + 1);  // before it can be seen
       cl.pid.store(pid, std::memory_order_release);
       return c;
     }
@@ -127,9 +144,18 @@ int SchedRegion::JoinGroup(int device, int client, const std::string& name,
   return -1;
 }
 
+int SchedRegion::ClientsInUse() const {
+  return std::min<int>(static_cast<int>(layout_->clients_hwm.load()), kSchedClients);
+}
+
+int SchedRegion::GroupsInUse(int device) const {
+  return std::min<int>(static_cast<int>(layout_->devices[device].groups_hwm.load()), kSchedGroups);
+}
+
 int SchedRegion::FindGroup(int device, uint64_t key) const {
   const SchedDevice& dev = layout_->devices[device];
-  for (int g = 0; g < kSchedGroups; ++g) {
+  const int end = GroupsInUse(device);
+  for (int g = 0; g < end; ++g) {
     if ((dev.groups[g].key.load() & kGroupHashMask) == key) return g;  // in use or being reclaimed
   }
   return -1;
@@ -141,13 +167,16 @@ int SchedRegion::ClaimGroup(int device, uint64_t key, const std::string& name,
   for (int g = 0; g < kSchedGroups; ++g) {
     uint64_t expected = 0;
     if (!dev.groups[g].key.compare_exchange_strong(expected, key)) continue;
+    RaiseTo(dev.groups_hwm, static_cast<uint32_t>(g) + 1);
     ResetGroup(dev.groups[g], name, params, now);
     // A racing process may have claimed an earlier slot for the same group:
     // the earlier one wins. Ours is given back like an idle group's, so a
     // process that found it meanwhile keeps it.
     for (int e = 0; e < g; ++e) {
       if ((dev.groups[e].key.load() & kGroupHashMask) != key) continue;
-      return FreeGroups(device, GroupBit(g), now, 0, false) != 0 ? e : g;
+      GroupSet mine;
+      AddGroup(mine, g);
+      return FreeGroups(device, mine, now, 0, false).any() ? e : g;
     }
     return g;
   }
@@ -190,34 +219,37 @@ bool SchedRegion::EnterGroup(int device, int client, int g, uint64_t key, uint64
 // groups in use.
 bool SchedRegion::MakeRoom(int device, uint64_t now, bool steal) {
   const uint64_t idle_ns = tuning_.group_reclaim_idle_ns;
-  if (FreeGroups(device, ~0u, now, idle_ns, steal) != 0) return true;
+  if (FreeGroups(device, GroupSet().set(), now, idle_ns, steal).any()) return true;
   const SchedDevice& dev = layout_->devices[device];
-  uint32_t settled = 0;  // in use, not marked
+  GroupSet settled;  // in use, not marked
   for (int gi = 0; gi < kSchedGroups; ++gi) {
     uint64_t w = dev.groups[gi].key.load();
-    if (w != 0 && (w & kGroupReclaimMark) == 0) settled |= GroupBit(gi);
+    if (w != 0 && (w & kGroupReclaimMark) == 0) AddGroup(settled, gi);
   }
-  const uint32_t reclaimable = IdleGroups(device, now, idle_ns) & ~ReferencedGroups(device);
-  if ((~settled | reclaimable) == 0) return false;
+  const GroupSet reclaimable = IdleGroups(device, now, idle_ns) & ~ReferencedGroups(device);
+  if ((~settled | reclaimable).none()) return false;
   sched_yield();  // another process is freeing slots, or just did
   return true;
 }
 
-uint32_t SchedRegion::ReferencedGroups(int device) const {
-  uint32_t referenced = 0;
-  for (const auto& c : layout_->clients) {
-    if (c.pid.load() > 0) referenced |= GroupBit(c.group[device].load());
+GroupSet SchedRegion::ReferencedGroups(int device) const {
+  GroupSet referenced;
+  const int end = ClientsInUse();
+  for (int c = 0; c < end; ++c) {
+    const SchedClient& cl = layout_->clients[c];
+    if (cl.pid.load() > 0) AddGroup(referenced, cl.group[device].load());
   }
   return referenced;
 }
 
-uint32_t SchedRegion::IdleGroups(int device, uint64_t now, uint64_t idle_ns) const {
+GroupSet SchedRegion::IdleGroups(int device, uint64_t now, uint64_t idle_ns) const {
   const SchedDevice& dev = layout_->devices[device];
-  uint32_t idle = 0;
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  GroupSet idle;
+  const int end = GroupsInUse(device);
+  for (int gi = 0; gi < end; ++gi) {
     const SchedGroup& g = dev.groups[gi];
     uint64_t last = std::max(g.last_demand_ns.load(), g.joined_ns.load());
-    if (now >= last && now - last >= idle_ns) idle |= GroupBit(gi);
+    if (now >= last && now - last >= idle_ns) AddGroup(idle, gi);
   }
   return idle;
 }
@@ -229,30 +261,31 @@ uint32_t SchedRegion::IdleGroups(int device, uint64_t now, uint64_t idle_ns) con
 // `steal`, a reclaimer re-marks another's marked slots (so one killed
 // mid-way leaves nothing stuck), and the tag, new for every pass, makes the
 // other's late CAS fail.
-uint32_t SchedRegion::FreeGroups(int device, uint32_t candidates, uint64_t now, uint64_t idle_ns,
+GroupSet SchedRegion::FreeGroups(int device, GroupSet candidates, uint64_t now, uint64_t idle_ns,
                                  bool steal) {
   SchedDevice& dev = layout_->devices[device];
   candidates &= ~ReferencedGroups(device) & IdleGroups(device, now, idle_ns);
-  if (candidates == 0) return 0;
+  if (candidates.none()) return {};
   const uint64_t tag = (dev.reclaim_seq.fetch_add(1) & kGroupReclaimTagMask) << kGroupHashBits;
   uint64_t mark[kSchedGroups] = {};
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  const int end = GroupsInUse(device);
+  for (int gi = 0; gi < end; ++gi) {
     uint64_t w = dev.groups[gi].key.load();
-    if ((candidates & GroupBit(gi)) == 0 || w == 0) continue;
+    if (!candidates.test(static_cast<size_t>(gi)) || w == 0) continue;
     if ((w & kGroupReclaimMark) != 0 && !steal) continue;
     uint64_t m = kGroupReclaimMark | tag | (w & kGroupHashMask);
     if (dev.groups[gi].key.compare_exchange_strong(w, m)) mark[gi] = m;
   }
   // Checked again after marking: a member that joined since is seen now.
-  const uint32_t keep = ReferencedGroups(device) | ~IdleGroups(device, now, idle_ns);
-  uint32_t freed = 0;
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  const GroupSet keep = ReferencedGroups(device) | ~IdleGroups(device, now, idle_ns);
+  GroupSet freed;
+  for (int gi = 0; gi < end; ++gi) {
     uint64_t m = mark[gi];
     if (m == 0) continue;
-    if ((keep & GroupBit(gi)) != 0) {
+    if (HasGroup(keep, gi)) {
       dev.groups[gi].key.compare_exchange_strong(m, m & kGroupHashMask);
     } else if (dev.groups[gi].key.compare_exchange_strong(m, 0)) {
-      freed |= GroupBit(gi);
+      AddGroup(freed, gi);
     }
   }
   return freed;
@@ -274,43 +307,47 @@ bool SchedRegion::SetGroupParams(int device, const std::string& name, const Grou
 }
 
 // One pass over the clients for all groups: callers test every group, and a
-// scan per group cost 32 x 128 client reads per refill or charge.
-uint32_t SchedRegion::ActiveGroups(int device, uint64_t now) const {
+// scan per group would cost groups x clients reads per refill or charge.
+GroupSet SchedRegion::ActiveGroups(int device, uint64_t now) const {
   const SchedDevice& dev = layout_->devices[device];
-  uint32_t active = 0;
+  GroupSet active;
   // The holder's group is active even while its accountant is starved of
   // CPU and has not charged for a while: re-levelling it as idle would wipe
   // out what it owes the others.
   int h = dev.holder.load(std::memory_order_relaxed);
   if (h >= 0 && h < kSchedClients) {
-    active |= GroupBit(layout_->clients[h].group[device].load(std::memory_order_relaxed));
+    AddGroup(active, layout_->clients[h].group[device].load(std::memory_order_relaxed));
   }
   // So is a waiter's, however long it has been starved of CPU.
-  for (const auto& c : layout_->clients) {
-    if (c.pid.load(std::memory_order_relaxed) > 0 &&
-        c.demand_since_ns[device].load(std::memory_order_relaxed) != 0) {
-      active |= GroupBit(c.group[device].load(std::memory_order_relaxed));
+  const int clients = ClientsInUse();
+  for (int c = 0; c < clients; ++c) {
+    const SchedClient& cl = layout_->clients[c];
+    if (cl.pid.load(std::memory_order_relaxed) > 0 &&
+        cl.demand_since_ns[device].load(std::memory_order_relaxed) != 0) {
+      AddGroup(active, cl.group[device].load(std::memory_order_relaxed));
     }
   }
-  uint32_t in_use = 0;
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  GroupSet in_use;
+  const int groups = GroupsInUse(device);
+  for (int gi = 0; gi < groups; ++gi) {
     const SchedGroup& g = dev.groups[gi];
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
-    in_use |= GroupBit(gi);
+    AddGroup(in_use, gi);
     uint64_t last = g.last_demand_ns.load(std::memory_order_relaxed);
-    if (last != 0 && now <= last + tuning_.active_window_ns) active |= GroupBit(gi);
+    if (last != 0 && now <= last + tuning_.active_window_ns) AddGroup(active, gi);
   }
   return active & in_use;
 }
 
-int64_t SchedRegion::TopWeightedTokens(int device, uint32_t active) const {
+int64_t SchedRegion::TopWeightedTokens(int device, const GroupSet& active) const {
   int64_t top = 0;
   bool any = false;
   const auto& groups = layout_->devices[device].groups;
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  const int end = GroupsInUse(device);
+  for (int gi = 0; gi < end; ++gi) {
     const SchedGroup& o = groups[gi];
     bool fixed = static_cast<SchedPolicy>(o.policy.load()) == SchedPolicy::kFixed;
-    if (fixed || (active & GroupBit(gi)) == 0) continue;
+    if (fixed || !HasGroup(active, gi)) continue;
     int64_t t = o.tokens_ns.load();
     top = any ? std::max(top, t) : t;
     any = true;
@@ -325,11 +362,15 @@ int64_t SchedRegion::BurstCap(double rate) const {
 void SchedRegion::Refill(int device, uint64_t now) {
   SchedDevice& dev = layout_->devices[device];
   uint64_t last = dev.last_refill_ns.load();
-  if (now <= last || !dev.last_refill_ns.compare_exchange_strong(last, now)) return;
+  if (now <= last || (last != 0 && now - last < tuning_.refill_interval_ns) ||
+      !dev.last_refill_ns.compare_exchange_strong(last, now)) {
+    return;
+  }
   uint64_t dt = last == 0 ? 0 : std::min(now - last, kMaxRefillNs);
-  const uint32_t active = ActiveGroups(device, now);
+  const GroupSet active = ActiveGroups(device, now);
   const int64_t top = TopWeightedTokens(device, active);  // idle groups do not count in it
-  for (int gi = 0; gi < kSchedGroups; ++gi) {
+  const int end = GroupsInUse(device);
+  for (int gi = 0; gi < end; ++gi) {
     SchedGroup& g = dev.groups[gi];
     if (g.key.load(std::memory_order_relaxed) == 0) continue;
     auto policy = static_cast<SchedPolicy>(g.policy.load(std::memory_order_relaxed));
@@ -338,7 +379,7 @@ void SchedRegion::Refill(int device, uint64_t now) {
       // neither banks credit nor keeps debt: it sits level with the most-owed
       // active one, so a returning tenant is next in line (it gets the device
       // back within a minimum slice or two) without credit to hog it.
-      if ((active & GroupBit(gi)) == 0) g.tokens_ns.store(top);
+      if (!HasGroup(active, gi)) g.tokens_ns.store(top);
       continue;
     }
     // A cap refills at its share of wall time, whoever else is active.
@@ -353,25 +394,26 @@ void SchedRegion::Refill(int device, uint64_t now) {
   }
 }
 
-uint32_t SchedRegion::ActiveHighPriorityGroups(int device, uint64_t now) const {
+GroupSet SchedRegion::ActiveHighPriorityGroups(int device, uint64_t now) const {
   const SchedDevice& dev = layout_->devices[device];
-  uint32_t active = 0;
-  for (int g = 0; g < kSchedGroups; ++g) {
+  GroupSet active;
+  const int end = GroupsInUse(device);
+  for (int g = 0; g < end; ++g) {
     const SchedGroup& grp = dev.groups[g];
     if (grp.key.load() == 0 || grp.high_priority.load() == 0) continue;
     uint64_t last = grp.last_demand_ns.load();
-    if (last != 0 && now <= last + tuning_.high_priority_idle_ns) active |= GroupBit(g);
+    if (last != 0 && now <= last + tuning_.high_priority_idle_ns) AddGroup(active, g);
   }
   return active;
 }
 
-bool SchedRegion::Eligible(int device, int c, uint32_t high_priority_active) const {
+bool SchedRegion::Eligible(int device, int c, const GroupSet& high_priority_active) const {
   const SchedClient& cl = layout_->clients[c];
   int g = cl.group[device].load();
   if (cl.pid.load() <= 0 || cl.demand_since_ns[device].load() == 0 || g < 0) return false;
   const SchedGroup& grp = layout_->devices[device].groups[g];
   if (grp.high_priority.load() != 0) return true;
-  if ((high_priority_active & ~GroupBit(g)) != 0) return false;  // another group's
+  if (HasOtherThan(high_priority_active, g)) return false;  // another group's
   auto policy = static_cast<SchedPolicy>(grp.policy.load());
   // A capped group starts a turn only with a quarter of its burst banked:
   // turns of several milliseconds, so handovers (each leaves the device idle
@@ -386,8 +428,9 @@ int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
   bool best_hp = false;
   int64_t best_tokens = 0;
   uint64_t best_since = 0;
-  const uint32_t high_priority_active = ActiveHighPriorityGroups(device, now);
-  for (int c = 0; c < kSchedClients; ++c) {
+  const GroupSet high_priority_active = ActiveHighPriorityGroups(device, now);
+  const int end = ClientsInUse();
+  for (int c = 0; c < end; ++c) {
     if (c == exclude || !Eligible(device, c, high_priority_active)) continue;
     const SchedGroup& grp = layout_->devices[device].groups[layout_->clients[c].group[device].load()];
     bool hp = grp.high_priority.load() != 0;
@@ -410,7 +453,7 @@ bool SchedRegion::ShouldYield(int device, int me, uint64_t now) const {
       mine.tokens_ns.load() <= 0) {
     return true;  // a cap holds even on an idle device
   }
-  if (!my_hp && (ActiveHighPriorityGroups(device, now) & ~GroupBit(g)) != 0) return true;
+  if (!my_hp && HasOtherThan(ActiveHighPriorityGroups(device, now), g)) return true;
   int best = PickNext(device, me, now);
   if (best < 0) return false;
   const SchedGroup& theirs = dev.groups[layout_->clients[best].group[device].load()];
@@ -484,15 +527,17 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
     uint32_t weight[kSchedGroups];  // 0: not credited
     double weights = 0;
     auto& groups = layout_->devices[device].groups;
-    const uint32_t active = ActiveGroups(device, now) | GroupBit(group);
-    for (int gi = 0; gi < kSchedGroups; ++gi) {
+    GroupSet active = ActiveGroups(device, now);
+    AddGroup(active, group);
+    const int end = GroupsInUse(device);
+    for (int gi = 0; gi < end; ++gi) {
       const SchedGroup& o = groups[gi];
-      bool member = (active & GroupBit(gi)) != 0 &&
+      bool member = HasGroup(active, gi) &&
                     static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed;
       weight[gi] = member ? std::max<uint32_t>(1, o.weight.load()) : 0;
       weights += weight[gi];
     }
-    for (int gi = 0; gi < kSchedGroups; ++gi) {
+    for (int gi = 0; gi < end; ++gi) {
       if (weight[gi] == 0) continue;
       groups[gi].tokens_ns.fetch_add(static_cast<int64_t>(static_cast<double>(busy_ns) * weight[gi] / weights));
     }
@@ -524,7 +569,8 @@ bool SchedRegion::ClientAlive(int c) const {
 void SchedRegion::ReapDead() {
   // Without a readable /proc (hidepid) every client would look dead.
   if (ProcessStartTime(getpid()) == 0) return;
-  for (int c = 0; c < kSchedClients; ++c) {
+  const int end = ClientsInUse();
+  for (int c = 0; c < end; ++c) {
     SchedClient& cl = layout_->clients[c];
     int32_t pid = cl.pid.load();
     if (pid <= 0 || ClientAlive(c)) continue;
@@ -532,10 +578,25 @@ void SchedRegion::ReapDead() {
   }
 }
 
+void SchedRegion::ReapDeadIfDue(uint64_t now) {
+  constexpr uint64_t kReapIntervalNs = 100'000'000;
+  uint64_t last = layout_->last_reap_ns.load(std::memory_order_relaxed);
+  if (now >= last && now - last < kReapIntervalNs) return;
+  if (!layout_->last_reap_ns.compare_exchange_strong(last, now)) return;  // another reaps
+  ReapDead();
+}
+
+void SchedRegion::Unregister(int client) {
+  if (client < 0 || client >= kSchedClients) return;
+  for (int d = 0; d < kSchedDevices; ++d) layout_->clients[client].group[d].store(-1);
+  FreeClient(client, layout_->clients[client].pid.load());
+}
+
 void SchedRegion::ReleasePreviousImages(pid_t pid) {
   uint64_t start = ProcessStartTime(pid);
   if (start == 0) return;
-  for (int c = 0; c < kSchedClients; ++c) {
+  const int end = ClientsInUse();
+  for (int c = 0; c < end; ++c) {
     const SchedClient& cl = layout_->clients[c];
     if (cl.pid.load() == pid && cl.start_time.load() == start) FreeClient(c, pid);
   }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,10 +25,18 @@
 namespace vgpu {
 
 inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
-inline constexpr uint32_t kSchedVersion = 2;
+// Version 3: 256 groups per device, 1,024 clients, scan high-water marks.
+inline constexpr uint32_t kSchedVersion = 3;
 inline constexpr int kSchedDevices = 16;
-inline constexpr int kSchedGroups = 32;  // group sets are bit masks: at most 32
-inline constexpr int kSchedClients = 128;
+// Groups (tenants) per device and client processes per node. A process whose
+// compute policy needs a slot that is not there fails its cuInit (fail
+// closed, docs/compute-share.md). Scans stop at high-water marks, so the cost
+// follows the slots in use, not these capacities.
+inline constexpr int kSchedGroups = 256;
+inline constexpr int kSchedClients = 1024;
+
+// A set of group slots of one device, one bit per slot.
+using GroupSet = std::bitset<kSchedGroups>;
 
 enum class SchedPolicy : uint32_t { kNative = 0, kFixed = 1, kWeighted = 2 };
 
@@ -44,6 +53,9 @@ struct SchedTuning {
   // table full) once nobody joined or used it for this long: a tenant that
   // restarts at once finds its bucket, debt included.
   uint64_t group_reclaim_idle_ns = 1'000'000'000;
+  // At most one refill pass per device this often (waiters and holders all
+  // refill; a late pass adds the whole interval, so nothing is lost).
+  uint64_t refill_interval_ns = 500'000;
 };
 
 // A group slot's key: 0 (free), the group name's hash (GroupKey, 40 bits),
@@ -80,6 +92,7 @@ struct SchedDevice {
   std::atomic<uint32_t> gen;    // futex word, bumped at every lease change
   std::atomic<uint64_t> last_refill_ns;
   std::atomic<uint32_t> reclaim_seq;  // tags of group reclaim passes
+  std::atomic<uint32_t> groups_hwm;   // slots at and above it were never claimed
   SchedGroup groups[kSchedGroups];
 };
 
@@ -88,6 +101,8 @@ struct SchedLayout {
   uint32_t version;
   uint32_t region_bytes;
   std::atomic<uint32_t> ready;
+  std::atomic<uint32_t> clients_hwm;  // slots at and above it were never claimed
+  std::atomic<uint64_t> last_reap_ns;  // ReapDeadIfDue
   SchedDevice devices[kSchedDevices];
   SchedClient clients[kSchedClients];
 };
@@ -123,7 +138,8 @@ class SchedRegion {
   bool SetGroupParams(int device, const std::string& name, const GroupParams& params);
 
   // Adds rate x elapsed wall time to every group's bucket (at most one
-  // process does it for a given interval).
+  // process does it for a given interval, and at most one per
+  // tuning().refill_interval_ns: many waiters must not each pay a pass).
   void Refill(int device, uint64_t now);
   // The client that should hold the lease next, -1 if none may.
   int PickNext(int device, int exclude, uint64_t now) const;
@@ -141,8 +157,19 @@ class SchedRegion {
   // Sleeps until the lease changes or timeout_ns passes.
   void WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns);
 
+  // Slots in use so far (high-water marks): the bounds of every scan.
+  int ClientsInUse() const;
+  int GroupsInUse(int device) const;
+  // The region's size in bytes (docs/performance.md reports it).
+  static constexpr size_t RegionBytes();
+
   // Frees the client slots of dead processes (and a dead holder's lease).
   void ReapDead();
+  // ReapDead by one process of the node per kReapIntervalNs: every
+  // accountant calls it, and each pass reads /proc for every client.
+  void ReapDeadIfDue(uint64_t now);
+  // Gives this process's client slot back (cuInit failed after registering).
+  void Unregister(int client);
   // Frees the slots of earlier images of this process: exec() keeps the pid
   // and start time, so they look alive and a lease they held would never
   // be given back. Called before RegisterClient.
@@ -155,13 +182,13 @@ class SchedRegion {
  private:
   SchedRegion() = default;
   int64_t BurstCap(double rate) const;
-  int64_t TopWeightedTokens(int device, uint32_t active) const;
-  // Sets of groups, one bit per group slot: those that demanded or used the
-  // device within the active window, hold the lease or wait for it ...
-  uint32_t ActiveGroups(int device, uint64_t now) const;
+  int64_t TopWeightedTokens(int device, const GroupSet& active) const;
+  // Sets of groups: those that demanded or used the device within the
+  // active window, hold the lease or wait for it ...
+  GroupSet ActiveGroups(int device, uint64_t now) const;
   // ... and the high-priority ones within their idle window.
-  uint32_t ActiveHighPriorityGroups(int device, uint64_t now) const;
-  bool Eligible(int device, int client, uint32_t high_priority_active) const;
+  GroupSet ActiveHighPriorityGroups(int device, uint64_t now) const;
+  bool Eligible(int device, int client, const GroupSet& high_priority_active) const;
   void FreeClient(int c, int32_t pid);
   // Group slot lifecycle (JoinGroup).
   int FindGroup(int device, uint64_t key) const;
@@ -171,10 +198,10 @@ class SchedRegion {
                          uint64_t now);
   static void ApplyParams(SchedGroup& g, const GroupParams& p);
   bool EnterGroup(int device, int client, int g, uint64_t key, uint64_t now);
-  uint32_t ReferencedGroups(int device) const;
-  uint32_t IdleGroups(int device, uint64_t now, uint64_t idle_ns) const;
+  GroupSet ReferencedGroups(int device) const;
+  GroupSet IdleGroups(int device, uint64_t now, uint64_t idle_ns) const;
   bool MakeRoom(int device, uint64_t now, bool steal);
-  uint32_t FreeGroups(int device, uint32_t candidates, uint64_t now, uint64_t idle_ns, bool steal);
+  GroupSet FreeGroups(int device, GroupSet candidates, uint64_t now, uint64_t idle_ns, bool steal);
 
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;
@@ -183,5 +210,7 @@ class SchedRegion {
   // This process's last liveness check of each device's holder.
   std::atomic<uint64_t> alive_checked_ns_[kSchedDevices] = {};
 };
+
+constexpr size_t SchedRegion::RegionBytes() { return sizeof(SchedLayout); }
 
 }  // namespace vgpu

@@ -40,27 +40,37 @@ bool ComputeShare::UpdateParams(int device, const GroupParams& params) {
 
 void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
 
-bool ComputeShare::EnsureJoined(int device) {
+bool ComputeShare::Join(int device, std::string* error) {
+  if (device < 0 || device >= kSchedDevices) return true;  // never launched on: not governed
+  return EnsureJoined(device, error) || dev_[device].group.load() == kNotGoverned;
+}
+
+bool ComputeShare::EnsureJoined(int device, std::string* error) {
   PerDevice& s = dev_[device];
   int g = s.group.load(std::memory_order_acquire);
   if (g != kNotJoined) return g >= 0;
   std::lock_guard<std::mutex> lock(join_mu_);
   if (s.group.load() != kNotJoined) return s.group.load() >= 0;
-  // A failure is remembered: the device's launches then pass ungoverned
-  // without retrying the join (a shared-memory scan) at every launch.
+  // Start joins every governed device (and fails cuInit if it cannot); a
+  // later failure is remembered so launches do not retry a shared-memory
+  // scan each.
   GroupParams params;
   if (!host_->ParamsFor(device, &params)) {
     s.group.store(kNotGoverned, std::memory_order_release);  // no cap on this device
     return false;
   }
+  std::string why;
   g = region_->JoinGroup(device, client_, group_name_, params, host_->NowNs());
-  if (g >= 0 && !accountant_started_) {
-    accountant_started_ = host_->StartThread([this] { AccountantLoop(); });
-    if (!accountant_started_) g = kJoinFailed;
-  }
   if (g < 0) {
-    host_->Warn("compute share: device " + std::to_string(device) +
-                " is not governed (scheduler group table full or no accountant thread)");
+    why = "the compute scheduler's group table of device " + std::to_string(device) + " is full (" +
+          std::to_string(kSchedGroups) + " groups with live members, the limit per device)";
+  } else if (!accountant_started_) {
+    accountant_started_ = host_->StartThread([this] { AccountantLoop(); });
+    if (!accountant_started_) why = "the compute scheduler's accountant thread cannot start";
+  }
+  if (!why.empty()) {
+    host_->Warn("compute share: " + why);
+    if (error != nullptr) *error = why;
     g = kJoinFailed;
   }
   s.group.store(g, std::memory_order_release);
@@ -79,7 +89,13 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
         FutexWait(&dev_[device].completed_signal, t.seen, 1'000'000, FutexScope::kProcess);
         break;
       case Admission::kNoLease:
-        region_->WaitForChange(device, t.seen, 1'000'000);
+        // Every lease change wakes us; the timeout is for what does not
+        // change the lease: a capped group's bucket filling while the
+        // device is free (1 ms), or a holder that died (its lease is taken
+        // over after 10 ms). Long sleeps while a live holder has it keep
+        // many waiters from spinning the CPU.
+        region_->WaitForChange(device, t.seen,
+                               region_->device(device).holder.load() < 0 ? 1'000'000 : 10'000'000);
         break;
     }
   }
@@ -296,10 +312,7 @@ bool ComputeShare::AccountantPass(bool* holding) {
     *holding = true;
     busy = Tick(d, now) || busy;
   }
-  if (now - last_reap_ns_ > 100'000'000) {
-    region_->ReapDead();  // a dead holder must not keep the device
-    last_reap_ns_ = now;
-  }
+  region_->ReapDeadIfDue(now);  // a dead waiter must not be handed the lease
   return busy;
 }
 

@@ -63,6 +63,11 @@ class ComputeShare {
   // slot on that device yet: its first member to join applies its own.
   bool UpdateParams(int device, const GroupParams& params);
 
+  // Joins the group's slot on physical device `device` now (Start does it for
+  // every governed device, so that a full group table fails cuInit instead of
+  // leaving launches ungoverned). False with a one-line reason on failure.
+  bool Join(int device, std::string* error);
+
   // A process's compute share as client `client` of `region`, in group
   // `group`. `host` outlives it.
   ComputeShare(std::shared_ptr<SchedRegion> region, int client, std::string group, ShareHost* host);
@@ -135,7 +140,7 @@ class ComputeShare {
 
   void SlowGate(int device, CUcontext ctx, CUstream stream);
   bool TakeLease(int device, uint32_t* gen);
-  bool EnsureJoined(int device);
+  bool EnsureJoined(int device, std::string* error = nullptr);
   void AccountantLoop();
   bool Tick(int device, uint64_t now);
   void Retire(int device, uint64_t launched);
@@ -157,7 +162,6 @@ class ComputeShare {
   PerDevice dev_[kSchedDevices];
   std::atomic<uint32_t> wake_{0};  // futex: wakes the accountant
   bool accountant_started_ = false;  // under join_mu_
-  uint64_t last_reap_ns_ = 0;        // accountant only
 };
 
 }  // namespace vgpu

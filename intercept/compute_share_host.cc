@@ -62,11 +62,21 @@ bool ComputeShare::Start(std::string* error) {
   region->ReleasePreviousImages(getpid());  // after exec()
   int client = region->RegisterClient(getpid());
   if (client < 0) {
-    *error = "the compute scheduler's client table is full";
+    *error = "the compute scheduler's client table is full (" + std::to_string(kSchedClients) +
+             " processes with a compute policy, the limit per node)";
     return false;
   }
   std::string group = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
-  auto* cs = new ComputeShare(std::move(region), client, group, new RealShareHost());
+  auto* cs = new ComputeShare(region, client, group, new RealShareHost());
+  // Every visible device's group slot is taken now: a process that cannot
+  // be governed must not start (it would run uncapped).
+  const DeviceMap& devices = Runtime::Get().devices();
+  for (int v = 0; v < devices.count(); ++v) {
+    if (!cs->Join(devices.ToPhysical(v), error)) {
+      region->Unregister(client);  // the object is left behind: its accountant may run
+      return false;
+    }
+  }
   instance_.store(cs, std::memory_order_release);
   GroupParams p = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(0), 0);
   VGPU_LOG(

@@ -122,6 +122,12 @@ CUresult Runtime::BuildPhaseTwo() {
       ReportFatal(error);
       return CUDA_ERROR_NOT_INITIALIZED;
     }
+    if (!ledger_->Join()) {  // full: the process would get no allocation at all
+      ReportFatal("quota group '" + config_.group + "' is full: " + std::to_string(kLedgerSlots) +
+                  " live member processes, the limit per group");
+      ledger_.reset();
+      return CUDA_ERROR_NOT_INITIALIZED;
+    }
   }
   settings_.InitFrom(config_);
   if (!ComputeShare::Start(&error)) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/quota_ledger.h"
 #include "common/sched_region.h"
 #include "sim/node_region.h"
 
@@ -75,6 +76,35 @@ class ShareTest : public ::testing::Test {
     posix_spawn_file_actions_destroy(&fa);
     pids_.push_back(pid);
     return pid;
+  }
+
+  // Runs a tenant that is expected not to start; its exit status and stderr.
+  std::pair<int, std::string> RunToExit(const std::vector<std::string>& env_extra) {
+    std::string err_file = "/tmp/vgpu-share-err-" + std::to_string(getpid());
+    std::vector<std::string> env = {"LD_PRELOAD=" VGPU_LIBVGPU, "LD_LIBRARY_PATH=" VGPU_SIM_DIR,
+                                    "VGPU_SIM_NODE=" + node_, "VGPU_SCHED_REGION=" + region_};
+    env.insert(env.end(), env_extra.begin(), env_extra.end());
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string secs = "0.2", kus = "1000";
+    std::vector<char*> argv = {const_cast<char*>(VGPU_TENANT), secs.data(), kus.data(), nullptr};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    EXPECT_EQ(posix_spawn(&pid, VGPU_TENANT, &fa, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int status = -1;
+    waitpid(pid, &status, 0);
+    std::string text;
+    if (FILE* f = std::fopen(err_file.c_str(), "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, f) != nullptr) text += buf;
+      std::fclose(f);
+    }
+    std::remove(err_file.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
   }
 
   NodeRegion* Node() {
@@ -246,6 +276,84 @@ TEST_F(ShareTest, HighPriorityRunsAsIfAlone) {
   ASSERT_GT(s, 0);
   // The benchmark holds the issue's 1.1x; a test on a busy machine allows more.
   EXPECT_LT(s, a * 1.5 + 300) << "p99 alone " << a << " us, next to a trainer " << s << " us";
+}
+
+// Fail closed (docs/compute-share.md): a process whose compute policy cannot
+// be enforced does not start. Every group slot of device 0 is held by a live
+// member (this test process) and none can be reclaimed.
+TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
+  std::string err;
+  auto region = vgpu::SchedRegion::Open(region_, &err);
+  ASSERT_NE(region, nullptr) << err;
+  for (int g = 0; g < vgpu::kSchedGroups; ++g) {
+    int c = region->RegisterClient(getpid());
+    ASSERT_GE(c, 0);
+    ASSERT_GE(region->JoinGroup(0, c, "held-" + std::to_string(g), {vgpu::SchedPolicy::kFixed, 20, 1, false},
+                                NowNs()),
+              0);
+  }
+  groups_.push_back("late");
+  auto [status, text] = RunToExit({"VGPU_COMPUTE_SHARE=2", "VGPU_GROUP=late"});
+  EXPECT_NE(status, 0);
+  EXPECT_NE(text.find("group table of device 0 is full (256 groups"), std::string::npos) << text;
+  // A member of a group that has its slot still starts, and runs governed.
+  groups_.push_back("held-7");
+  auto [ok_status, ok_text] = RunToExit({"VGPU_COMPUTE_SHARE=2", "VGPU_GROUP=held-7"});
+  EXPECT_EQ(ok_status, 0) << ok_text;
+  // A process without a compute policy needs no slot.
+  auto [native_status, native_text] = RunToExit({});
+  EXPECT_EQ(native_status, 0) << native_text;
+}
+
+TEST_F(ShareTest, FullClientTableFailsCudaInitNamingTheLimit) {
+  std::string err;
+  auto region = vgpu::SchedRegion::Open(region_, &err);
+  ASSERT_NE(region, nullptr) << err;
+  for (int c = 0; c < vgpu::kSchedClients; ++c) ASSERT_GE(region->RegisterClient(getpid()), 0);
+  auto [status, text] = RunToExit({"VGPU_COMPUTE_WEIGHT=1"});
+  EXPECT_NE(status, 0);
+  EXPECT_NE(text.find("client table is full (1024 processes"), std::string::npos) << text;
+}
+
+// The quota ledger's 513th live member of a group: cuInit fails, naming the
+// limit, instead of the process starting with every allocation refused.
+TEST_F(ShareTest, QuotaGroupWithAllSlotsLiveRefusesAnotherMember) {
+  const std::string group = "full-" + std::to_string(getpid());
+  groups_.push_back(group);
+  std::vector<std::unique_ptr<vgpu::QuotaLedger>> members;
+  std::string err;
+  for (int i = 0; i < vgpu::kLedgerSlots; ++i) {
+    members.push_back(vgpu::QuotaLedger::Open(group, {1ull << 30}, &err));
+    ASSERT_NE(members.back(), nullptr) << err;
+    ASSERT_TRUE(members.back()->Join()) << i;
+  }
+  auto [status, text] = RunToExit({"VGPU_GROUP=" + group, "VGPU_MEMORY_LIMIT=1GiB"});
+  EXPECT_NE(status, 0);
+  EXPECT_NE(text.find("quota group '" + group + "' is full: 512 live member processes"), std::string::npos)
+      << text;
+  members.pop_back();  // a member leaves: its slot (empty) is free again
+  auto [ok_status, ok_text] = RunToExit({"VGPU_GROUP=" + group, "VGPU_MEMORY_LIMIT=1GiB"});
+  EXPECT_EQ(ok_status, 0) << ok_text;
+}
+
+// Issue 18: 48 tenants capped at 2% each on one device. Before version 3 of
+// the scheduler region, tenants past the 32nd ran uncapped (up to 3.5x).
+TEST_F(ShareTest, FortyEightTenantsAtTwoPercentEachStayWithinTheirCap) {
+  constexpr int kTenants = 48;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kTenants; ++i) {
+    pids.push_back(Spawn({"VGPU_COMPUTE_SHARE=2", "VGPU_GROUP=t" + std::to_string(i)}, 12, 1000));
+  }
+  WaitUntilAllRun(pids);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto s = Shares(pids, 4.0);
+  double total = 0;
+  for (pid_t p : pids) {
+    total += s[p];
+    EXPECT_LE(s[p], 3.0) << "pid " << p << " above 1.5x its 2% cap" << trace_;
+  }
+  // 96% is capped in all; scheduling and a busy machine cost some of it.
+  EXPECT_GT(total, 60.0) << "the tenants together leave the device idle";
 }
 
 }  // namespace
