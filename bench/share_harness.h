@@ -9,10 +9,12 @@
 //     them at once and samples every tenant's engine time; it removes the node
 //     and scheduler regions afterwards. ScoreWindows and WriteSeries turn the
 //     samples into shares and CSV files;
-//   - a tenant (--tenant sat|lat, RunTenantRole): a saturating launcher
+//   - a tenant (--tenant sat|lat|probe, RunTenantRole): a saturating launcher
 //     (back-to-back vgpu_sim_sleep kernels on one stream; optionally idle for
-//     a while and return) or a latency-sensitive one (a short kernel,
-//     synchronize, record launch→sync latency, sleep a gap, repeat).
+//     a while and return), a latency-sensitive one (a short kernel,
+//     synchronize, record launch→sync latency, sleep a gap, repeat) or a
+//     launch-cost probe (bursts of 32 empty kernels, each cuLaunchKernel call
+//     timed, then synchronize and sleep a gap).
 //
 // Ground truth is the simulated GPU's own accounting, not libvgpu's: the node
 // region's ProcessSlot::busy_ns[0] (engine time of each process's finished
@@ -48,6 +50,7 @@ struct Options {
   uint64_t lat_kernel_us = 200;
   uint64_t lat_gap_us = 3000;
   int rounds = 1;
+  std::string scale_tenants = "1,8,64,256";  // scenario "scale"
   std::string out_dir = ".";
   std::string libvgpu = VGPU_BENCH_LIBVGPU;
   std::string sim_dir = VGPU_BENCH_SIM_LIB_DIR;
@@ -69,6 +72,7 @@ struct Sample {
   uint64_t t;
   uint64_t engine;              // device busy, exact to t
   uint64_t kernels;             // kernels the device finished
+  uint64_t lease_changes;       // the scheduler's lease generation on device 0
   std::vector<uint64_t> busy;   // per tenant, finished kernels
 };
 

@@ -47,10 +47,6 @@ void StoreName(char (&dst)[64], const std::string& name) {
   }
 }
 
-void Wake(SchedDevice& dev) {
-  FutexBumpAndWakeAll(&dev.gen, FutexScope::kShared);  // waiters are other processes
-}
-
 void InitLayout(SchedLayout* l) {
   l->magic = kSchedMagic;
   l->version = kSchedVersion;
@@ -496,13 +492,13 @@ bool SchedRegion::TryAcquire(int device, int me, uint64_t now) {
     alive_checked_ns_[device].store(now, std::memory_order_relaxed);
     if (ClientAlive(h)) return false;
     layout_->clients[h].demand_since_ns[device].store(0);  // the dead cannot take it back
-    if (dev.holder.compare_exchange_strong(h, -1)) Wake(dev);
+    if (dev.holder.compare_exchange_strong(h, -1)) LeaseChanged(device);
     h = -1;
   }
   if (PickNext(device, -1, now) != me) return false;
   if (!dev.holder.compare_exchange_strong(h, me)) return false;
   dev.lease_since_ns.store(now);
-  Wake(dev);
+  dev.gen.fetch_add(1);
   return true;
 }
 
@@ -512,7 +508,7 @@ void SchedRegion::Release(int device, int me, uint64_t now) {
   int expected = me;
   if (dev.holder.compare_exchange_strong(expected, next)) {
     dev.lease_since_ns.store(now);
-    Wake(dev);
+    LeaseChanged(device);
   }
 }
 
@@ -554,8 +550,39 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
   g.last_demand_ns.store(now, std::memory_order_relaxed);
 }
 
-void SchedRegion::WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns) {
-  FutexWait(&layout_->devices[device].gen, seen_gen, timeout_ns, FutexScope::kShared);
+void SchedRegion::WaitForTurn(int client, uint32_t seen, uint64_t timeout_ns) {
+  FutexWait(&layout_->clients[client].turn, seen, timeout_ns, FutexScope::kShared);
+}
+
+uint64_t SchedRegion::WaiterSleepNs(int device, int client) const {
+  constexpr uint64_t kMs = 1'000'000;
+  const SchedDevice& dev = layout_->devices[device];
+  if (dev.holder.load() >= 0) return 10 * kMs;
+  int g = layout_->clients[client].group[device].load();
+  if (g < 0 || g >= kSchedGroups) return kMs;
+  const SchedGroup& grp = dev.groups[g];
+  if (static_cast<SchedPolicy>(grp.policy.load()) != SchedPolicy::kFixed) return kMs;
+  double rate = grp.share_permille.load() / 1000.0;
+  auto missing = static_cast<double>(BurstCap(rate) / 4 - grp.tokens_ns.load());
+  if (missing <= 0) return kMs;
+  return std::clamp<uint64_t>(static_cast<uint64_t>(missing / rate), kMs / 5, 10 * kMs);
+}
+
+void SchedRegion::LeaseChanged(int device) {
+  SchedDevice& dev = layout_->devices[device];
+  dev.gen.fetch_add(1);
+  int h = dev.holder.load();
+  if (h >= 0 && h < kSchedClients) {
+    FutexBumpAndWakeAll(&layout_->clients[h].turn, FutexScope::kShared);  // other processes wait
+    return;
+  }
+  const int end = ClientsInUse();
+  for (int c = 0; c < end; ++c) {
+    SchedClient& cl = layout_->clients[c];
+    if (cl.pid.load() > 0 && cl.demand_since_ns[device].load() != 0) {
+      FutexBumpAndWakeAll(&cl.turn, FutexScope::kShared);
+    }
+  }
 }
 
 bool SchedRegion::ClientAlive(int c) const {
@@ -610,7 +637,7 @@ void SchedRegion::FreeClient(int c, int32_t pid) {
   for (int d = 0; d < kSchedDevices; ++d) {
     cl.demand_since_ns[d].store(0);
     int expected = c;
-    if (layout_->devices[d].holder.compare_exchange_strong(expected, -1)) Wake(layout_->devices[d]);
+    if (layout_->devices[d].holder.compare_exchange_strong(expected, -1)) LeaseChanged(d);
   }
   cl.pid.store(0, std::memory_order_release);
 }

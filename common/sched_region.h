@@ -84,12 +84,16 @@ struct SchedClient {
   std::atomic<uint64_t> start_time;
   std::atomic<int32_t> group[kSchedDevices];  // group index per device, -1: none
   std::atomic<uint64_t> demand_since_ns[kSchedDevices];  // 0: not waiting
+  // Futex word of this client's waiting threads: bumped when the lease is
+  // handed to it, or freed while it waits (a hand-over wakes one process,
+  // not every waiter of the device).
+  std::atomic<uint32_t> turn;
 };
 
 struct SchedDevice {
   std::atomic<int32_t> holder;  // client index, -1: nobody
   std::atomic<uint64_t> lease_since_ns;
-  std::atomic<uint32_t> gen;    // futex word, bumped at every lease change
+  std::atomic<uint32_t> gen;    // bumped at every lease change (statistics)
   std::atomic<uint64_t> last_refill_ns;
   std::atomic<uint32_t> reclaim_seq;  // tags of group reclaim passes
   std::atomic<uint32_t> groups_hwm;   // slots at and above it were never claimed
@@ -154,8 +158,16 @@ class SchedRegion {
   void Release(int device, int me, uint64_t now);
   void Charge(int device, int group, uint64_t busy_ns, uint64_t now);
 
-  // Sleeps until the lease changes or timeout_ns passes.
-  void WaitForChange(int device, uint32_t seen_gen, uint64_t timeout_ns);
+  // A waiter reads TurnSeq before it asks for the lease, then sleeps in
+  // WaitForTurn until the lease is handed to it (or freed) or timeout_ns passes.
+  uint32_t TurnSeq(int client) const { return layout_->clients[client].turn.load(); }
+  void WaitForTurn(int client, uint32_t seen, uint64_t timeout_ns);
+  // How long a waiter sleeps at most before it looks again (a hand-over to
+  // it or a freed lease wakes it sooner): 10 ms while a live process holds
+  // the lease (a dead one's is taken over after 10 ms); with the lease free,
+  // until its capped bucket has enough for a turn (0.2-10 ms), else 1 ms.
+  // Hundreds of waiters polling a free lease every 1 ms would swamp the CPUs.
+  uint64_t WaiterSleepNs(int device, int client) const;
 
   // Slots in use so far (high-water marks): the bounds of every scan.
   int ClientsInUse() const;
@@ -190,6 +202,8 @@ class SchedRegion {
   GroupSet ActiveHighPriorityGroups(int device, uint64_t now) const;
   bool Eligible(int device, int client, const GroupSet& high_priority_active) const;
   void FreeClient(int c, int32_t pid);
+  // After a lease change: wakes the new holder, or every waiter if it is free.
+  void LeaseChanged(int device);
   // Group slot lifecycle (JoinGroup).
   int FindGroup(int device, uint64_t key) const;
   int ClaimGroup(int device, uint64_t key, const std::string& name, const GroupParams& params,

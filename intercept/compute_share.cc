@@ -89,13 +89,9 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
         FutexWait(&dev_[device].completed_signal, t.seen, 1'000'000, FutexScope::kProcess);
         break;
       case Admission::kNoLease:
-        // Every lease change wakes us; the timeout is for what does not
-        // change the lease: a capped group's bucket filling while the
-        // device is free (1 ms), or a holder that died (its lease is taken
-        // over after 10 ms). Long sleeps while a live holder has it keep
-        // many waiters from spinning the CPU.
-        region_->WaitForChange(device, t.seen,
-                               region_->device(device).holder.load() < 0 ? 1'000'000 : 10'000'000);
+        // A hand-over to us, or the lease freed, wakes us; the timeout is
+        // for what does not (SchedRegion::WaiterSleepNs).
+        region_->WaitForTurn(client_, t.seen, region_->WaiterSleepNs(device, client_));
         break;
     }
   }
@@ -121,13 +117,13 @@ ComputeShare::GateTry ComputeShare::TryAdmit(int device, CUcontext ctx, CUstream
 }
 
 // Asks for the lease and takes it if it is ours; true if it is held (and not
-// being given up). `gen`: the lease generation seen before asking.
+// being given up). `gen`: this client's turn sequence seen before asking.
 bool ComputeShare::TakeLease(int device, uint32_t* gen) {
   PerDevice& s = dev_[device];
   uint64_t now = host_->NowNs();
   region_->Refill(device, now);
   region_->SetDemand(device, client_, now);
-  *gen = region_->device(device).gen.load();
+  *gen = region_->TurnSeq(client_);
   if (s.must_yield.load() || s.holding.load() || !region_->TryAcquire(device, client_, now)) {
     return false;
   }

@@ -97,7 +97,7 @@ class ComputeShare {
   enum class Admission { kAdmitted, kQueueFull, kNoLease };
   struct GateTry {
     Admission admission;
-    uint32_t seen;  // kQueueFull: completed_signal; kNoLease: the device's lease generation
+    uint32_t seen;  // kQueueFull: completed_signal; kNoLease: this client's turn sequence
   };
   GateTry TryAdmit(int device, CUcontext ctx, CUstream stream);
   // One pass of the accountant over the devices whose lease this process

@@ -18,9 +18,9 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 5;
+inline constexpr uint32_t kNodeVersion = 6;  // 6: 1,024 process slots
 inline constexpr int kMaxDevices = 16;
-inline constexpr int kMaxProcesses = 256;
+inline constexpr int kMaxProcesses = 1024;  // as many as the scheduler has clients
 inline constexpr int kUtilSamples = 64;
 inline constexpr int kProcUtilSamples = 16;
 

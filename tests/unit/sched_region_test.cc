@@ -141,9 +141,21 @@ TEST_F(SchedRegionTest, ReleaseHandsTheLeaseToTheBestWaiter) {
   region_->SetDemand(0, c, now_ + 1);
   GroupOf(c).tokens_ns.store(3 * kMs);
   uint32_t gen = region_->device(0).gen.load();
+  uint32_t turn_b = region_->TurnSeq(b), turn_c = region_->TurnSeq(c);
   region_->Release(0, a, now_ + 2);
   EXPECT_EQ(region_->device(0).holder.load(), c);
-  EXPECT_NE(region_->device(0).gen.load(), gen) << "waiters are woken";
+  EXPECT_NE(region_->device(0).gen.load(), gen) << "a lease change is counted";
+  EXPECT_NE(region_->TurnSeq(c), turn_c) << "the new holder is woken";
+  EXPECT_EQ(region_->TurnSeq(b), turn_b) << "other waiters sleep on";
+  // A lease given up to nobody wakes every waiter: one of them may take it.
+  GroupOf(b).tokens_ns.store(-50 * kMs);
+  region_->ClearDemand(0, c);
+  region_->SetDemand(0, b, now_ + 3);
+  SchedGroup& only = GroupOf(b);
+  only.policy.store(static_cast<uint32_t>(SchedPolicy::kFixed));  // no tokens: not eligible
+  region_->Release(0, c, now_ + 4);
+  EXPECT_EQ(region_->device(0).holder.load(), -1);
+  EXPECT_NE(region_->TurnSeq(b), turn_b) << "a waiter learns the lease is free";
 }
 
 TEST_F(SchedRegionTest, HighPriorityPreemptsAndKeepsOthersOutWhileActive) {
@@ -236,6 +248,28 @@ TEST_F(SchedRegionTest, ActiveGroupsAreTheHolderTheWaitersAndTheRecentlyBusyInAF
   EXPECT_EQ(GroupOf(c[3]).tokens_ns.load(), 8 * static_cast<int64_t>(kMs))
       << "idle: level with the most-owed active group";
   EXPECT_EQ(GroupOf(c[12]).tokens_ns.load(), -24 * static_cast<int64_t>(kMs)) << "charged: active";
+}
+
+// Issue 18's capacities, and the high-water marks that bound every scan.
+TEST_F(SchedRegionTest, HoldsTwoHundredFiftySixGroupsAndOneThousandTwentyFourClients) {
+  EXPECT_EQ(region_->ClientsInUse(), 0);
+  EXPECT_EQ(region_->GroupsInUse(0), 0);
+  for (int g = 0; g < kSchedGroups; ++g) Client("g" + std::to_string(g), Fixed(2));
+  EXPECT_EQ(region_->GroupsInUse(0), kSchedGroups);
+  EXPECT_EQ(region_->GroupsInUse(1), 0);  // other devices are untouched
+  int extra = region_->RegisterClient(getpid());
+  ASSERT_GE(extra, 0);
+  EXPECT_LT(region_->JoinGroup(0, extra, "one-too-many", Fixed(2), now_), 0);
+  EXPECT_GE(region_->JoinGroup(0, extra, "g7", Fixed(2), now_), 0);  // an existing group: joins
+  while (region_->RegisterClient(getpid()) >= 0) {
+  }
+  EXPECT_EQ(region_->ClientsInUse(), kSchedClients);
+  // Every group's member is seen: the last group waits and is picked.
+  const int last = kSchedGroups - 1;
+  region_->device(0).groups[last].tokens_ns.store(5 * kMs);
+  region_->SetDemand(0, last, now_);
+  EXPECT_EQ(region_->PickNext(0, -1, now_), last);
+  EXPECT_LT(SchedRegion::RegionBytes(), 1u << 20) << "the region is mapped by every process";
 }
 
 TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
