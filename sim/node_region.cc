@@ -275,9 +275,10 @@ NodeRegion* NodeRegion::Open(const SimConfig& config, std::string* error) {
   }
   auto* region = new NodeRegion();
   region->header_ = h;
-  if (!RegisterSelf(h, &region->self_)) {
+  ProcessSlot* slot = nullptr;
+  if (!RegisterSelf(h, &slot)) {
     region->ReapDead();
-    if (!RegisterSelf(h, &region->self_)) {
+    if (!RegisterSelf(h, &slot)) {
       *error = "simulated node '" + config.node_name + "' has no free process slot (max " +
                std::to_string(kMaxProcesses) + ")";
       munmap(h, sizeof(NodeHeader));
@@ -285,6 +286,8 @@ NodeRegion* NodeRegion::Open(const SimConfig& config, std::string* error) {
       return nullptr;
     }
   }
+  region->registered_once_ = true;
+  region->self_.store(slot, std::memory_order_release);
   return region;
 }
 
@@ -312,7 +315,7 @@ bool NodeRegion::Reserve(int d, uint64_t bytes) {
     uint64_t used = dev.used_bytes.load(std::memory_order_relaxed);
     while (used <= dev.total_bytes && bytes <= dev.total_bytes - used) {
       if (dev.used_bytes.compare_exchange_weak(used, used + bytes)) {
-        if (self_ != nullptr) self_->used_bytes[d].fetch_add(bytes);
+        if (ProcessSlot* self = self_.load(); self != nullptr) self->used_bytes[d].fetch_add(bytes);
         return true;
       }
     }
@@ -321,9 +324,24 @@ bool NodeRegion::Reserve(int d, uint64_t bytes) {
   return false;
 }
 
+// The device gets back only what this process's slot still holds: after
+// Unregister (which returned the slot's bytes at exit) a late free from
+// another thread of the exiting process must not subtract them again. A
+// double subtraction wrapped the device counter, and NVML then showed the
+// device full for ever (vgpud waited on it: a job never resumed).
 void NodeRegion::Unreserve(int d, uint64_t bytes) {
-  if (self_ != nullptr) self_->used_bytes[d].fetch_sub(bytes);
-  device(d).used_bytes.fetch_sub(bytes);
+  ProcessSlot* self = self_.load();
+  if (self == nullptr) {
+    if (registered_once_) return;  // everything was returned at Unregister
+    device(d).used_bytes.fetch_sub(bytes);  // an Attach-only user's own reservation
+    return;
+  }
+  uint64_t held = self->used_bytes[d].load();
+  uint64_t take = 0;
+  do {
+    take = std::min(held, bytes);
+  } while (!self->used_bytes[d].compare_exchange_weak(held, held - take));
+  device(d).used_bytes.fetch_sub(take);
 }
 
 uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
@@ -339,7 +357,8 @@ uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
     pthread_mutex_consistent(&dev.engine);
     start = now;
   }
-  int32_t pid = self_ != nullptr ? self_->pid.load(std::memory_order_relaxed) : 0;
+  ProcessSlot* self = self_.load();
+  int32_t pid = self != nullptr ? self->pid.load(std::memory_order_relaxed) : 0;
   dev.running_pid.store(pid, std::memory_order_relaxed);
   dev.running_since_ns.store(start, std::memory_order_relaxed);
   return start;
@@ -353,10 +372,10 @@ uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns, uint64_t end_ns) 
   dev.running_pid.store(0, std::memory_order_relaxed);
   dev.last_release_ns.store(end_ns, std::memory_order_relaxed);
   dev.kernels_run.fetch_add(1, std::memory_order_relaxed);
-  if (self_ != nullptr) {
-    uint64_t before = self_->busy_ns[d].fetch_add(ran, std::memory_order_relaxed);
-    RecordProcessSample(self_, d, started_ns, before);
-    self_->last_end_ns[d].store(end_ns, std::memory_order_relaxed);
+  if (ProcessSlot* self = self_.load(); self != nullptr) {
+    uint64_t before = self->busy_ns[d].fetch_add(ran, std::memory_order_relaxed);
+    RecordProcessSample(self, d, started_ns, before);
+    self->last_end_ns[d].store(end_ns, std::memory_order_relaxed);
   }
   uint32_t last = dev.util_next.load() % kUtilSamples;
   uint32_t prev = (last + kUtilSamples - 1) % kUtilSamples;
@@ -436,7 +455,7 @@ uint64_t NodeRegion::ReapDead() {
   uint64_t freed = 0;
   for (auto& slot : header_->processes) {
     int32_t pid = slot.pid.load();
-    if (pid <= 0 || (self_ == &slot)) continue;
+    if (pid <= 0 || (self_.load() == &slot)) continue;
     if (ProcessAlive(pid, slot.start_time.load())) continue;
     if (!slot.pid.compare_exchange_strong(pid, -pid)) continue;  // someone else reaps it
     for (int d = 0; d < kMaxDevices && d < device_count(); ++d) {
@@ -451,14 +470,14 @@ uint64_t NodeRegion::ReapDead() {
 }
 
 void NodeRegion::Unregister() {
-  if (self_ == nullptr) return;
+  ProcessSlot* self = self_.exchange(nullptr);
+  if (self == nullptr) return;
   for (int d = 0; d < device_count(); ++d) {
-    uint64_t u = self_->used_bytes[d].exchange(0);
+    uint64_t u = self->used_bytes[d].exchange(0);
     header_->devices[d].used_bytes.fetch_sub(u);
   }
-  self_->context_mask.store(0);
-  self_->pid.store(0, std::memory_order_release);
-  self_ = nullptr;
+  self->context_mask.store(0);
+  self->pid.store(0, std::memory_order_release);
 }
 
 }  // namespace vgpu::sim

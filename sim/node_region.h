@@ -103,7 +103,7 @@ class NodeRegion {
   DeviceState& device(int d) const { return header_->devices[d]; }
 
   // This process's slot (registered by Open); nullptr for Attach.
-  ProcessSlot* self() const { return self_; }
+  ProcessSlot* self() const { return self_.load(std::memory_order_acquire); }
 
   // Capacity: reserve bytes on device d for this process, compare-and-swap on
   // the device counter. On shortage reaps dead processes once and retries.
@@ -141,7 +141,10 @@ class NodeRegion {
 
  private:
   NodeHeader* header_ = nullptr;
-  ProcessSlot* self_ = nullptr;
+  // Atomic: Unregister (at exit) clears it while other threads of the
+  // process may still free memory.
+  std::atomic<ProcessSlot*> self_{nullptr};
+  bool registered_once_ = false;  // opened with a slot (Open), not Attach
 };
 
 }  // namespace vgpu::sim
