@@ -102,6 +102,14 @@ void UsedAndTotal(int index, uint64_t* used, uint64_t* total) {
   if (*used > *total) *used = *total;  // never report negative free memory
 }
 
+// What the driver sets aside for itself: NVML's total counts it,
+// cuDeviceTotalMem does not. Driver 580 on an H200: 615 MiB of 143,161 MiB,
+// 1/232; modelled as that fraction, in whole MiB.
+uint64_t ReservedFor(uint64_t total) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  return (total / 232 + kMiB - 1) / kMiB * kMiB;
+}
+
 }  // namespace
 }  // namespace vgpu::sim::nvml
 
@@ -266,8 +274,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   uint64_t used = 0, total = 0;
   nv::UsedAndTotal(i, &used, &total);
-  memory->total = total;
-  memory->used = used;
+  // Version 1 counts the reserved memory as used (free + used == total).
+  const uint64_t reserved = nv::ReservedFor(total);
+  memory->total = total + reserved;
+  memory->used = used + reserved;
   memory->free = total - used;
   return NVML_SUCCESS;
 }
@@ -279,8 +289,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
   if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   uint64_t used = 0, total = 0;
   nv::UsedAndTotal(i, &used, &total);
-  memory->total = total;
-  memory->reserved = 0;  // the simulated driver sets nothing aside
+  memory->reserved = nv::ReservedFor(total);
+  memory->total = total + memory->reserved;
   memory->used = used;
   memory->free = total - used;
   return NVML_SUCCESS;

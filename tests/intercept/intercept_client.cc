@@ -773,8 +773,10 @@ void RunOp(State& s, const std::string& op) {
     long samples = 0;
     Out("watching=1");
     while (std::chrono::steady_clock::now() < end) {
-      nvmlMemory_t m{};
-      if (n.mem(h, &m) == NVML_SUCCESS && m.used > mx) mx = m.used;
+      // Version 2: its used memory leaves out what the driver reserves for itself.
+      nvmlMemory_v2_t m{};
+      m.version = nvmlMemory_v2;
+      if (n.mem2(h, &m) == NVML_SUCCESS && m.used > mx) mx = m.used;
       ++samples;
       pollfd in{0, POLLIN, 0};
       if (samples % 256 == 0 && poll(&in, 1, 0) > 0) break;  // a line or EOF on stdin: stop

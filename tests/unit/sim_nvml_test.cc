@@ -24,6 +24,7 @@ namespace vgpu::sim {
 namespace {
 
 constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kMiB = 1ull << 20;
 
 // The entry points, resolved from the library by name.
 struct Nvml {
@@ -274,23 +275,47 @@ TEST_F(SimNvml, MemoryFollowsTheNode) {
   NodeRegion* node = OpenAsCuda();
   ASSERT_NE(node, nullptr);
   ASSERT_TRUE(node->Reserve(0, 3 * kGiB));
+  // As a real driver's, NVML's total counts what the driver sets aside
+  // (cuDeviceTotalMem does not): 1/232 of the device, in whole MiB.
+  const uint64_t reserved = 36 * kMiB;  // 8 GiB / 232 = 35.3 MiB
   nvmlMemory_t m{};
   ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_SUCCESS);
-  EXPECT_EQ(m.total, 8 * kGiB);
-  EXPECT_EQ(m.used, 3 * kGiB);
+  EXPECT_EQ(m.total, 8 * kGiB + reserved);
+  EXPECT_EQ(m.used, 3 * kGiB + reserved) << "version 1 counts the reserved memory as used";
   EXPECT_EQ(m.free, 5 * kGiB);
   nvmlMemory_v2_t m2{};
   EXPECT_EQ(nvml_.nvmlDeviceGetMemoryInfo_v2(Handle(0), &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
   m2.version = nvmlMemory_v2;
   ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo_v2(Handle(0), &m2), NVML_SUCCESS);
-  EXPECT_EQ(m2.total, 8 * kGiB);
+  EXPECT_EQ(m2.total, 8 * kGiB + reserved);
   EXPECT_EQ(m2.used, 3 * kGiB);
   EXPECT_EQ(m2.free, 5 * kGiB);
-  EXPECT_EQ(m2.reserved, 0u);
+  EXPECT_EQ(m2.reserved, reserved);
   ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo(Handle(1), &m), NVML_SUCCESS);
-  EXPECT_EQ(m.used, 0u);
+  EXPECT_EQ(m.used, reserved);
   node->Unreserve(0, 3 * kGiB);
   ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_SUCCESS);
+  EXPECT_EQ(m.used, reserved);
+  EXPECT_EQ(m.free, 8 * kGiB);
+}
+
+// A process frees memory from another thread after its slot was returned at
+// exit: the device gets nothing back twice. (The counter used to wrap, NVML
+// then showed the device full for ever, and vgpud waited on it.)
+TEST_F(SimNvml, AFreeAfterUnregisterIsNotReturnedTwice) {
+  ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
+  NodeRegion* node = OpenAsCuda();
+  ASSERT_NE(node, nullptr);
+  ASSERT_TRUE(node->Reserve(0, 2 * kGiB));
+  node->Unreserve(0, 3 * kGiB);  // more than it holds: only what it holds comes back
+  EXPECT_EQ(node->device(0).used_bytes.load(), 0u);
+  ASSERT_TRUE(node->Reserve(0, kGiB));
+  node->Unregister();            // at exit: its gigabyte comes back
+  node->Unreserve(0, kGiB);      // a late free of the same gigabyte
+  EXPECT_EQ(node->device(0).used_bytes.load(), 0u);
+  nvmlMemory_v2_t m{};
+  m.version = nvmlMemory_v2;
+  ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo_v2(Handle(0), &m), NVML_SUCCESS);
   EXPECT_EQ(m.used, 0u);
   EXPECT_EQ(m.free, 8 * kGiB);
 }
@@ -365,8 +390,9 @@ TEST_F(SimNvml, ForgetsProcessesThatDied) {
   count = 4;
   ASSERT_EQ(nvml_.nvmlDeviceGetComputeRunningProcesses_v3(Handle(0), &count, infos), NVML_SUCCESS);
   EXPECT_EQ(count, 0u);
-  nvmlMemory_t m{};
-  ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo(Handle(0), &m), NVML_SUCCESS);
+  nvmlMemory_v2_t m{};
+  m.version = nvmlMemory_v2;
+  ASSERT_EQ(nvml_.nvmlDeviceGetMemoryInfo_v2(Handle(0), &m), NVML_SUCCESS);
   EXPECT_EQ(m.used, 0u);
   for (int fd : {to_child[0], to_child[1], to_parent[0], to_parent[1]}) close(fd);
 }
