@@ -25,6 +25,8 @@
     "Bytes charged to the memory quota (cumulative; releases are not subtracted).")               \
   X(kLaunchesThrottled, "launches_throttled", "launches",                                         \
     "Launches that waited in the compute-share gate for their tenant's turn.")                    \
+  X(kComputeChargedNs, "compute_charged_ns", "ns",                                                \
+    "GPU time the compute scheduler charged to this process (its measured device time).")         \
   X(kThrottleWaitNs, "throttle_wait_ns", "ns",                                                    \
     "Time launches spent waiting in the compute-share gate.")                                     \
   X(kGateWaits, "gate_waits", "calls",                                                            \

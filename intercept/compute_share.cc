@@ -41,7 +41,16 @@ bool ComputeShare::UpdateParams(int device, const GroupParams& params) {
 void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
 
 bool ComputeShare::Join(int device, std::string* error) {
-  if (device < 0 || device >= kSchedDevices) return true;  // never launched on: not governed
+  if (device < 0) return true;
+  if (device >= kSchedDevices) {  // launches there would pass the gate ungoverned
+    GroupParams params;
+    if (!host_->ParamsFor(device, &params)) return true;
+    if (error != nullptr) {
+      *error = "physical device " + std::to_string(device) + " is beyond the compute scheduler's " +
+               std::to_string(kSchedDevices) + " devices";
+    }
+    return false;
+  }
   return EnsureJoined(device, error) || dev_[device].group.load() == kNotGoverned;
 }
 
@@ -254,7 +263,10 @@ bool ComputeShare::Tick(int device, uint64_t now) {
   // work included). Only intervals idle from end to end are free.
   uint64_t launched = s.launched.load();
   bool worked = s.busy || launched != s.last_seen_launched;
-  if (worked) region_->Charge(device, s.group.load(std::memory_order_relaxed), now - s.charged_until_ns, now);
+  if (worked) {
+    region_->Charge(device, s.group.load(std::memory_order_relaxed), now - s.charged_until_ns, now);
+    counters::Add(counters::Id::kComputeChargedNs, now - s.charged_until_ns);  // the accountant's thread
+  }
   s.charged_until_ns = now;
   s.last_seen_launched = launched;
   s.busy = launched != s.completed.load();

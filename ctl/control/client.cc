@@ -115,14 +115,30 @@ Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms) {
 }
 
 Status Exchange(int fd, const Request& request, const ProgressCallback& on_progress,
-                Response* response, int timeout_ms) {
+                Response* response, int timeout_ms, int deadline_ms = 0) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
   if (!SendAll(fd, SerializeRequest(request))) {
     // The agent may have refused us before reading (SO_PEERCRED): its answer
     // is still in the socket.
   }
+  auto past_deadline = [&] {
+    char text[80];
+    std::snprintf(text, sizeof text, "the agent did not finish within %g s", deadline_ms / 1000.0);
+    return Status::Error(ErrorCode::kTimedOut, text);
+  };
   std::string buf, line;
   for (;;) {
-    Status st = ReadLine(fd, &buf, &line, timeout_ms);
+    int wait_ms = timeout_ms;
+    bool deadline_first = false;  // the deadline comes before the silence limit
+    if (deadline_ms > 0) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return past_deadline();
+      deadline_first = left < wait_ms;
+      wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left));
+    }
+    Status st = ReadLine(fd, &buf, &line, wait_ms);
+    if (st.code == ErrorCode::kTimedOut && deadline_first) return past_deadline();
     if (!st.ok()) return st;
     ServerLine sl;
     st = ParseServerLine(line, &sl);
@@ -256,7 +272,9 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
   if (st.ok()) st = Connect(path, &raw);
   Fd fd(raw);
   if (st.ok()) st = CheckPeer(fd.get(), path, pid, uid);
-  if (st.ok()) st = Exchange(fd.get(), request, on_progress, response, options.timeout_ms);
+  if (st.ok()) {
+    st = Exchange(fd.get(), request, on_progress, response, options.timeout_ms, options.deadline_ms);
+  }
   if (st.code == ErrorCode::kNoEnt) {
     return Status::Error(ErrorCode::kNoEnt,
                          "process " + std::to_string(pid) +

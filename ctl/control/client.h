@@ -18,6 +18,9 @@ struct ClientOptions {
   std::string run_dir;  // empty: RunDir()
   // Longest silence tolerated from the agent (progress lines reset it).
   int timeout_ms = 30000;
+  // Longest the whole call may take, progress or not (0: no limit). vgpud
+  // sets it: an agent that keeps reporting progress must not hold it for ever.
+  int deadline_ms = 0;
 };
 
 // Sends `request` to the agent of `pid` and waits for the final response,
@@ -32,7 +35,8 @@ struct ClientOptions {
 //              process answers on the socket: possibly a planted impostor
 //   EPERM      the socket cannot be opened by this user, or the process runs
 //              as another uid
-//   ETIMEDOUT  the agent stayed silent longer than options.timeout_ms
+//   ETIMEDOUT  the agent stayed silent longer than options.timeout_ms, or did
+//              not answer within options.deadline_ms
 //   EPROTO/EIO the agent sent garbage or closed the connection early
 // When ok, *response holds the agent's answer, which may itself be an error
 // (response->ok == false, e.g. EPERM from the SO_PEERCRED check).

@@ -47,10 +47,23 @@ std::map<std::string, Gpu> GpusByUuid(const json& result) {
   return out;
 }
 
+// "achieved/cap" compute share ("29%/30%"; "-" when the job is not governed).
+std::string Share(const json& j) {
+  const json& got = j.contains("compute_share_achieved") ? j["compute_share_achieved"] : json();
+  const json& cap_json = j.contains("compute_share") ? j["compute_share"] : json();
+  const double cap = cap_json.is_number() ? cap_json.get<double>() : 0;
+  char capped[24];
+  std::snprintf(capped, sizeof capped, "%g%%", cap);
+  if (!got.is_number()) return cap > 0 ? std::string("?/") + capped : "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * got.get<double>());
+  return cap > 0 ? std::string(buf) + "/" + capped : buf;
+}
+
 void PrintJobs(const json& result, bool bars) {
   const auto gpus = GpusByUuid(result);
-  std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %s\n", "PID", "COMMAND", "STATE", "PRIO", "GPU",
-              "USED", "NEEDS", "QUOTA", bars ? "MEMORY" : "REASON");
+  std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s\n", "PID", "COMMAND", "STATE", "PRIO", "GPU",
+              "USED", "NEEDS", "QUOTA", "SHARE", bars ? "MEMORY" : "REASON");
   for (const json& j : result.value("processes", json::array())) {
     for (const json& d : j.value("devices", json::array())) {
       const uint64_t used = d.value("used", uint64_t{0}), need = d.value("footprint", uint64_t{0});
@@ -58,12 +71,12 @@ void PrintJobs(const json& result, bool bars) {
       const uint64_t quota = d.value("quota", uint64_t{0});
       const auto it = gpus.find(d.value("uuid", std::string()));
       const uint64_t total = it == gpus.end() ? 0 : it->second.total;
-      std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %s\n",
+      std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s\n",
                   static_cast<long long>(j.value("pid", 0)), j.value("command", std::string("-")).c_str(),
                   j.value("state", std::string()).c_str(), j.value("priority", std::string()).c_str(),
                   it == gpus.end() ? "?" : std::to_string(it->second.index).c_str(), FormatByteSize(used).c_str(),
                   FormatByteSize(need).c_str(), quota == 0 ? "-" : FormatByteSize(quota).c_str(),
-                  bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
+                  Share(j).c_str(), bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
     }
   }
 }

@@ -15,8 +15,17 @@ namespace vgpu::vgpud {
 namespace {
 
 constexpr int kInfoTimeoutMs = 2000;
+constexpr int kInfoDeadlineMs = 5000;
 // A suspend or resume reports progress; this bounds silence, not duration.
 constexpr int kResidencyTimeoutMs = 60000;
+// ... and this the whole call, so that an agent that keeps reporting progress
+// cannot hold vgpud's decisions for ever: 2 minutes plus the job's bytes at
+// 32 MiB/s (a slow disk; suspends run at GB/s). Past it vgpud gives up on the
+// call; the agent's operation goes on, and the next refresh sees its outcome.
+int ResidencyDeadlineMs(uint64_t bytes) {
+  const uint64_t ms = 120'000 + bytes / (32ull << 20) * 1000;
+  return static_cast<int>(std::min<uint64_t>(ms, 3'600'000));
+}
 constexpr auto kRefusedBackoff = std::chrono::seconds(10);
 
 double Since(Clock::time_point t) {
@@ -50,8 +59,9 @@ void Merge(const nlohmann::json& info, Job* job) {
   job->compute_share = 0;
   if (info.contains("devices") && info["devices"].is_array()) {
     for (const auto& d : info["devices"]) {
-      if (d.is_object() && d.contains("compute_share") && d["compute_share"].is_number_integer()) {
-        job->compute_share = std::max(job->compute_share, d["compute_share"].get<int>());
+      // A percentage with decimals (12.5): the agent reports it as a number.
+      if (d.is_object() && d.contains("compute_share") && d["compute_share"].is_number()) {
+        job->compute_share = std::max(job->compute_share, d["compute_share"].get<double>());
       }
     }
   }
@@ -79,6 +89,8 @@ void Merge(const nlohmann::json& info, Job* job) {
     job->devices.push_back(d);
   }
   job->counters = r.counters;
+  job->compute_governed = r.compute_policy != "native";
+  job->UpdateAchievedShare(Clock::now());
 }
 
 // "bytes" of an agent's result; 0 when absent or not a number (the agent is
@@ -106,6 +118,7 @@ bool Coordinator::RefreshOne(pid_t pid, Job* job) {
   ctl::ClientOptions o;
   o.run_dir = config_.run_dir;
   o.timeout_ms = kInfoTimeoutMs;
+  o.deadline_ms = kInfoDeadlineMs;
   if (!ctl::Call(pid, MakeRequest("info", nlohmann::json::object()), {}, &resp, o).ok() ||
       !resp.ok) {
     return false;
@@ -231,6 +244,7 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   ctl::ClientOptions o;
   o.run_dir = config_.run_dir;
   o.timeout_ms = kResidencyTimeoutMs;
+  o.deadline_ms = ResidencyDeadlineMs(footprint);
   ctl::Response resp;
   const auto t0 = Clock::now();
   Status s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
@@ -267,6 +281,7 @@ Status Coordinator::Unpark(Job* job, const std::string& why) {
   ctl::ClientOptions o;
   o.run_dir = config_.run_dir;
   o.timeout_ms = kResidencyTimeoutMs;
+  o.deadline_ms = ResidencyDeadlineMs(job->TotalFootprint());
   ctl::Response resp;
   const std::string cmd = job->parked_on_disk ? "restore" : "resume";
   nlohmann::json args = nlohmann::json::object();
@@ -417,6 +432,7 @@ ctl::Response Coordinator::Set(pid_t pid, const nlohmann::json& args) {
   ctl::ClientOptions o;
   o.run_dir = config_.run_dir;
   o.timeout_ms = kInfoTimeoutMs;
+  o.deadline_ms = kInfoDeadlineMs;
   ctl::Response resp;
   if (Status s = ctl::Call(pid, MakeRequest("set", args), {}, &resp, o); !s.ok()) {
     return ctl::Response::Error(s);

@@ -27,6 +27,29 @@ const char* JobStateName(JobState s) {
   }
 }
 
+void Job::UpdateAchievedShare(Clock::time_point now) {
+  // Readings closer together than this would make a 1 s refresh's noise the share.
+  constexpr auto kShareWindow = std::chrono::milliseconds(500);
+  const uint64_t* charged = nullptr;
+  for (const auto& [name, value] : counters) {
+    if (name == "compute_charged_ns") charged = &value;
+  }
+  if (charged == nullptr || !compute_governed) {
+    achieved_share = -1;
+    return;
+  }
+  if (charged_at == Clock::time_point{} || *charged < charged_ns) {  // first, or a new process image
+    charged_ns = *charged;
+    charged_at = now;
+    return;
+  }
+  if (now - charged_at < kShareWindow) return;
+  const double wall_ns = std::chrono::duration<double, std::nano>(now - charged_at).count();
+  achieved_share = static_cast<double>(*charged - charged_ns) / wall_ns;
+  charged_ns = *charged;
+  charged_at = now;
+}
+
 nlohmann::json ToJson(const Job& j) {
   nlohmann::json devices = nlohmann::json::array();
   for (const JobDevice& d : j.devices) {
@@ -52,6 +75,8 @@ nlohmann::json ToJson(const Job& j) {
           {"preemptions", j.preemptions},
           {"bytes_moved", j.bytes_moved},
           {"compute_share", j.compute_share},
+          {"compute_share_achieved", j.achieved_share < 0 ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(j.achieved_share)},
           {"counters", counters}};
 }
 

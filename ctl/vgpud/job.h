@@ -52,7 +52,17 @@ struct Job {
   bool waiting_for_memory = false;  // an allocation of it waits in make_room
   Clock::time_point refused_until{};  // its agent refused a suspend: not a victim till then
   std::vector<std::pair<std::string, uint64_t>> counters;  // libvgpu's
-  int compute_share = 0;  // percent; 0: not limited / unknown
+  double compute_share = 0;  // percent; 0: not limited / unknown
+  bool compute_governed = false;  // a compute policy other than native
+  // Achieved compute share: the rate of libvgpu's compute_charged_ns between
+  // readings at least kShareWindow apart (device time per wall time, summed
+  // over devices). -1: not governed, or no two readings yet.
+  double achieved_share = -1;
+  uint64_t charged_ns = 0;          // the reading the rate starts from
+  Clock::time_point charged_at{};
+
+  // Takes a new compute_charged_ns reading (from `counters`) at `now`.
+  void UpdateAchievedShare(Clock::time_point now);
 
   uint64_t FootprintOn(const std::string& uuid) const {
     for (const JobDevice& d : devices) {

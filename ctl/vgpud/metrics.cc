@@ -67,6 +67,11 @@ void JobMetrics(Writer* w, const std::vector<Job>& jobs) {
   }
   w->Family("vgpu_job_compute_share_percent", "gauge", "A job's configured compute share (0: unlimited).");
   for (const Job& j : jobs) w->Sample("vgpu_job_compute_share_percent", JobLabels(j), j.compute_share);
+  w->Family("vgpu_job_compute_share_achieved_ratio", "gauge",
+            "Device time the job's work used per wall second, over vgpud's last refresh interval (governed jobs only).");
+  for (const Job& j : jobs) {
+    if (j.achieved_share >= 0) w->Sample("vgpu_job_compute_share_achieved_ratio", JobLabels(j), j.achieved_share);
+  }
   w->Family("vgpu_job_suspensions_total", "counter", "Times vgpud suspended the job.");
   for (const Job& j : jobs) w->Sample("vgpu_job_suspensions_total", JobLabels(j), static_cast<double>(j.suspensions));
   w->Family("vgpu_job_preemptions_total", "counter", "Suspensions for a higher-priority job.");

@@ -125,6 +125,28 @@ TEST_F(AgentTest, ClientLibraryCallsWithProgress) {
   EXPECT_TRUE(got.leave_running);
 }
 
+// vgpud's overall deadline: progress lines reset the silence timeout, not it.
+TEST_F(AgentTest, ACallThatKeepsReportingProgressEndsAtItsDeadline) {
+  handler_->progress_steps = 100;
+  handler_->step_sleep_ms = 20;  // 2 s of progress, never 1 s silent
+  Request req;
+  req.cmd = "checkpoint";
+  req.args = ToJson(CheckpointArgs{"/ckpt", true});
+  Response resp;
+  ClientOptions o;
+  o.timeout_ms = 1000;
+  o.deadline_ms = 400;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = Call(getpid(), req, nullptr, &resp, o);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(st.code, ErrorCode::kTimedOut) << st.message;
+  EXPECT_NE(st.message.find("did not finish within 0.4"), std::string::npos) << st.message;
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << "ended by the deadline, not by the transfer";
+  handler_->progress_steps = 5;
+  handler_->step_sleep_ms = 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // the agent's side finishes
+}
+
 TEST_F(AgentTest, SeveralRequestsOnOneConnection) {
   RawClient c(path_);
   ASSERT_TRUE(c.Send(R"({"v":1,"id":1,"cmd":"ping"})"

@@ -14,7 +14,7 @@
 #   vgpud_test.sh killed_parked          a job killed while parked is forgotten, its quota freed
 #   vgpud_test.sh bad_agent              an agent answering with wrong types does not stop vgpud
 #   vgpud_test.sh metrics                /metrics passes promtool check metrics; ps and events
-#                                        show vgpud's view
+#                                        show vgpud's view; a capped job's achieved share
 # Environment (from CMake): VGPUD VGPUCTL LIBVGPU JOB SIM_DIR
 set -u
 mode=$1
@@ -264,6 +264,29 @@ metrics)
   fi
   "$VGPUCTL" ps >"$work/ps.out" || fail "vgpuctl ps"
   grep -q "$pid_a" "$work/ps.out" || fail "ps: $(cat "$work/ps.out")"
+  # A job capped at 30% (50 ms kernels back to back): vgpud reports the share it achieves.
+  job b 16 1000 50 VGPU_COMPUTE_SHARE=30
+  wait_line "$work/b.out" allocated
+  got=""
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
+    got=$(sed -n "s/^vgpu_job_compute_share_achieved_ratio{pid=\"$pid_b\"[^}]*} //p" "$work/metrics.txt")
+    [ -n "$got" ] && awk -v g="$got" 'BEGIN { exit !(g > 0.05) }' && break
+    sleep 0.1
+  done
+  [ -n "$got" ] || fail "no achieved share for the capped job: $(grep compute_share "$work/metrics.txt")"
+  sleep 1.5  # a reading over a window in which the job ran throughout
+  curl -sf "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
+  got=$(sed -n "s/^vgpu_job_compute_share_achieved_ratio{pid=\"$pid_b\"[^}]*} //p" "$work/metrics.txt")
+  awk -v g="$got" 'BEGIN { exit !(g > 0.15 && g < 0.45) }' || fail "achieved share $got, capped at 0.30"
+  grep -q "vgpu_job_compute_share_achieved_ratio{pid=\"$pid_a\"" "$work/metrics.txt" &&
+    fail "a job without a compute policy has an achieved share"
+  if command -v promtool >/dev/null; then
+    promtool check metrics <"$work/metrics.txt" || fail "promtool check metrics (with shares)"
+  fi
+  "$VGPUCTL" ps >"$work/ps.out" || fail "vgpuctl ps"
+  grep "^$pid_b " "$work/ps.out" | grep -q "%/30%" || fail "ps shows no share: $(cat "$work/ps.out")"
+  echo "achieved share of the 30% job: $got"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

@@ -167,5 +167,34 @@ TEST(MetricsTest, ExpositionPassesPromtool) {
   std::remove(path.c_str());
 }
 
+// The achieved share is the rate of libvgpu's compute_charged_ns between
+// readings at least 0.5 s apart; none for a job without a compute policy.
+TEST(JobTest, AchievedShareIsTheRateOfChargedGpuTime) {
+  Job j;
+  j.compute_governed = true;
+  const Clock::time_point t0 = Clock::now();
+  j.counters = {{"compute_charged_ns", 5'000'000'000}};
+  j.UpdateAchievedShare(t0);
+  EXPECT_LT(j.achieved_share, 0) << "one reading is no rate";
+  j.counters = {{"compute_charged_ns", 5'100'000'000}};
+  j.UpdateAchievedShare(t0 + std::chrono::milliseconds(200));
+  EXPECT_LT(j.achieved_share, 0) << "readings too close together";
+  j.counters = {{"compute_charged_ns", 5'300'000'000}};
+  j.UpdateAchievedShare(t0 + std::chrono::seconds(1));
+  EXPECT_NEAR(j.achieved_share, 0.3, 1e-9);
+  j.counters = {{"compute_charged_ns", 1'000}};  // a new process image: starts over
+  j.UpdateAchievedShare(t0 + std::chrono::seconds(2));
+  EXPECT_NEAR(j.achieved_share, 0.3, 1e-9);
+  j.counters = {{"compute_charged_ns", 1'000 + 500'000'000}};
+  j.UpdateAchievedShare(t0 + std::chrono::seconds(3));
+  EXPECT_NEAR(j.achieved_share, 0.5, 1e-9);
+  EXPECT_NE(RenderMetrics({j}, {}, true).find("vgpu_job_compute_share_achieved_ratio{pid=\"0\""),
+            std::string::npos);
+  j.compute_governed = false;
+  j.UpdateAchievedShare(t0 + std::chrono::seconds(4));
+  EXPECT_LT(j.achieved_share, 0);
+  EXPECT_EQ(RenderMetrics({j}, {}, true).find("vgpu_job_compute_share_achieved_ratio{"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vgpu::vgpud
