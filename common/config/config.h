@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/container_paths.h"
 #include "common/log.h"
 
 namespace vgpu {
@@ -116,11 +117,11 @@ bool IsConfigVariable(const std::string& name);
 // to reject malformed indexed names (CUDA_DEVICE_MEMORY_LIMIT_x); null: the
 // names in `environ`. A name counts as set only if getenv_fn returns non-null.
 using EnvLookup = std::function<const char*(const char*)>;
-// The file vgpu-oci-hook writes in a container it prepares: read when
-// VGPU_CONFIG is unset, so that a process which cleared its environment (and
-// still loads libvgpu through /etc/ld.so.preload) keeps the container's
-// limits. `fallback_file` (tests: a temporary file; nullptr: none).
-inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";
+// `fallback_file` is read when VGPU_CONFIG is unset: by default the file
+// vgpu-oci-hook writes in a container it prepares (common/container_paths.h),
+// so that a process which cleared its environment (and still loads libvgpu
+// through /etc/ld.so.preload) keeps the container's limits (tests: a
+// temporary file; nullptr: none).
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
                 const std::vector<std::string>* env_names = nullptr,
                 const char* fallback_file = kContainerConfigFile);

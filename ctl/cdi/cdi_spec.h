@@ -9,22 +9,21 @@
 #include <string_view>
 #include <vector>
 
+#include "common/container_paths.h"
 #include "common/status.h"
 
 namespace vgpu::cdi {
 
 inline constexpr std::string_view kKind = "vgpu.io/gpu";
 inline constexpr std::string_view kCdiVersion = "0.6.0";
-// Where the spec puts libvgpu and the driver libraries inside the container:
-// a directory of ours, so nothing of the image is shadowed.
-inline constexpr std::string_view kContainerLibvgpu = "/usr/lib/vgpu/libvgpu.so";
+// Where the spec puts libvgpu (common/container_paths.h) and the driver
+// libraries inside the container: a directory of ours.
+inline constexpr std::string_view kContainerLibvgpu = vgpu::kContainerLibvgpu;
 inline constexpr std::string_view kContainerDriverDir = "/usr/lib/vgpu/driver";
 inline constexpr std::string_view kLibcuda = "libcuda.so.1";
 inline constexpr std::string_view kLibnvml = "libnvidia-ml.so.1";
 inline constexpr std::string_view kHookName = "vgpu-oci-hook";
-// The container's VGPU_CONFIG file, which the hook writes (its limits and
-// group); the same path as ctl/oci_hook/oci_state.h, kContainerConfig.
-inline constexpr std::string_view kContainerConfig = "/etc/vgpu/container.json";
+inline constexpr std::string_view kContainerConfig = kContainerConfigFile;
 
 struct Gpu {
   int index = 0;

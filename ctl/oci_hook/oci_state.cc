@@ -106,7 +106,8 @@ Status CheckOption(const char* env, const std::string& value, const std::string&
   const std::vector<std::string> no_names;
   Config cfg;
   std::string error;
-  if (!LoadConfig(lookup, &cfg, &error, &no_names)) return Invalid(source + ": " + error);
+  // No fallback file: the hook runs on the host, whose files are not the container's.
+  if (!LoadConfig(lookup, &cfg, &error, &no_names, nullptr)) return Invalid(source + ": " + error);
   return Status::Ok();
 }
 
@@ -267,6 +268,14 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
     Status s =
         SetOption("VGPU_GROUP", env, id, "the container id as quota group (set VGPU_GROUP)", &file);
     if (!s.ok()) return s;
+    // The container's other VGPU_* options (the CDI spec's VGPU_REAL_LIBCUDA,
+    // limits set as variables): a process that clears its environment keeps them.
+    for (const OptionInfo& o : Options()) {
+      std::string value;
+      if (*o.json_key == '\0' || file.contains(o.json_key) || !EnvValue(env, o.env, &value)) continue;
+      s = SetOption(o.env, env, value, "", &file);
+      if (!s.ok()) return s;
+    }
     *json_text = file.dump(2) + "\n";
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -11,16 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "common/container_paths.h"
 #include "common/status.h"
 
 namespace vgpu::oci_hook {
 
-// The container path where the CDI spec mounts libvgpu (ctl/cdi/cdi_spec.h,
-// kContainerLibvgpu; this layer may not include ctl/cdi).
-inline constexpr std::string_view kDefaultPreload = "/usr/lib/vgpu/libvgpu.so";
-// The container path of the file the hook writes; the CDI spec points
-// VGPU_CONFIG at it (ctl/cdi/cdi_spec.h, kContainerConfig).
-inline constexpr std::string_view kContainerConfig = "/etc/vgpu/container.json";
+inline constexpr std::string_view kDefaultPreload = kContainerLibvgpu;
+inline constexpr std::string_view kContainerConfig = kContainerConfigFile;
 // Annotations of this prefix, or a VGPU_* variable, ask for vgpu.
 inline constexpr std::string_view kAnnotationPrefix = "vgpu.io/";
 
@@ -66,9 +63,11 @@ bool EnvValue(const std::vector<std::string>& env, std::string_view name, std::s
 // The VGPU_CONFIG file's JSON text for the container: the vgpu.io/
 // annotations as options, each unless process.env sets the option's VGPU_*
 // variable itself (then its value: the user's environment wins, also for
-// processes that clear theirs), and the group (VGPU_GROUP, else the container
-// id). Every value goes through libvgpu's own parsers (common/config); an
-// unknown vgpu.io/ annotation or a malformed value is an error.
+// processes that clear theirs), the group (VGPU_GROUP, else the container
+// id), and every other option process.env sets by its VGPU_* name (the CDI
+// spec's VGPU_REAL_LIBCUDA among them). Every value goes through libvgpu's
+// own parsers (common/config); an unknown vgpu.io/ annotation or a malformed
+// value is an error.
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
                             const std::vector<std::string>& env, std::string* json_text);
 

@@ -147,6 +147,22 @@ TEST(OciState, ContainerEnvWins) {
   EXPECT_EQ(j["group"], "team");
 }
 
+// A process that clears its environment still loads libvgpu (ld.so.preload)
+// and reads the file: it must find the driver and the limits set as variables.
+TEST(OciState, TheContainersOwnOptionsGoIntoTheFile) {
+  Status s;
+  json j = Build({}, {"VGPU_REAL_LIBCUDA=/usr/lib/vgpu/driver/libcuda.so.1", "VGPU_COMPUTE_SHARE=30",
+                      "VGPU_CONFIG=/etc/vgpu/container.json", "VGPU_RUN_DIR=/run/vgpu", "PATH=/bin"},
+                 &s);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(j, json({{"real_libcuda", "/usr/lib/vgpu/driver/libcuda.so.1"},
+                     {"compute_share", "30"},
+                     {"group", "0123abcd"}}))
+      << "VGPU_CONFIG and VGPU_RUN_DIR have no key in the file";
+  Build({}, {"VGPU_COMPUTE_SHARE=300"}, &s);
+  EXPECT_FALSE(s.ok()) << "checked by libvgpu's parser like an annotation";
+}
+
 TEST(OciState, InvalidAnnotationIsAnError) {
   Status s;
   Build({{"vgpu.io/memory-limit", "lots"}}, {}, &s);

@@ -1,0 +1,15 @@
+// Paths inside a container that vgpu prepares, shared by the CDI spec
+// (ctl/cdi), the OCI hook (ctl/oci_hook) and libvgpu's configuration
+// (common/config): declared once, here.
+#pragma once
+
+namespace vgpu {
+
+// Where the CDI spec mounts libvgpu, and what the hook preloads by default:
+// a directory of ours, so nothing of the image is shadowed.
+inline constexpr const char* kContainerLibvgpu = "/usr/lib/vgpu/libvgpu.so";
+// The file the hook writes (the container's limits and group). The CDI spec
+// points VGPU_CONFIG at it, and libvgpu reads it when VGPU_CONFIG is unset.
+inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";
+
+}  // namespace vgpu
