@@ -117,14 +117,20 @@ bool AskForRoom(int device, uint64_t bytes) {
     // reconnect limit: the answer, not the transport, decides the allocation.
     // A socket nobody listens on at the first try is one a killed vgpud
     // left behind: there is no vgpud to wait for.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
+    // A vgpud that went silent but still answers a ping is busy (a victim's
+    // suspend of many GiB can outlast the silence limit): ask again, with
+    // the reconnect limit counted from that ping.
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
     for (bool first = true;; first = false) {
       s = ctl::CallDaemon(RunDir(), req, {}, &resp, kRoomTimeoutMs);
       if (s.ok() || s.code == ctl::ErrorCode::kUntrusted ||
-          (first && s.code == ctl::ErrorCode::kNoEnt) ||
-          std::chrono::steady_clock::now() >= give_up) {
+          (first && s.code == ctl::ErrorCode::kNoEnt)) {
         break;
       }
+      if (s.code == ctl::ErrorCode::kTimedOut && DaemonAnswers()) {
+        give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
+      }
+      if (std::chrono::steady_clock::now() >= give_up) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }

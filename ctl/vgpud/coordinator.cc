@@ -231,7 +231,8 @@ std::vector<pid_t> Coordinator::Victims(const std::string& uuid, pid_t except,
   return out;
 }
 
-Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt) {
+Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt,
+                         const std::function<void()>& on_progress) {
   const uint64_t footprint = victim->TotalFootprint();
   const bool to_disk = ParkedInHost() + footprint > HostBudget(config_.host_budget);
   nlohmann::json args = {{"by", "vgpud"}, {"grace_ms", config_.grace_ms}};
@@ -247,7 +248,9 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   o.deadline_ms = ResidencyDeadlineMs(footprint);
   ctl::Response resp;
   const auto t0 = Clock::now();
-  Status s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
+  ctl::ProgressCallback progress;
+  if (on_progress) progress = [&on_progress](const ctl::Progress&) { on_progress(); };
+  Status s = ctl::Call(pid, MakeRequest(cmd, args), progress, &resp, o);
   if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
   if (!s.ok()) {
     events_->Add({0, "refuse", pid, for_pid, uuid, 0, Since(t0), cmd + " failed: " + s.message});
@@ -416,7 +419,7 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
       std::vector<pid_t> victims = Victims(uuid, pid, r.priority);
       if (!victims.empty()) {
         Job& v = jobs_.at(victims.front());
-        if (Park(&v, pid, uuid, v.priority < r.priority).ok()) {
+        if (Park(&v, pid, uuid, v.priority < r.priority, keepalive).ok()) {
           SaveState();
           continue;  // look again at once
         }

@@ -55,7 +55,10 @@ class Coordinator {
  private:
   void Refresh();
   bool RefreshOne(pid_t pid, Job* job);
-  Status Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt);
+  // `on_progress`: called at each progress line of the victim's agent (a
+  // make_room caller's keepalive: a long suspend must not look like silence).
+  Status Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt,
+              const std::function<void()>& on_progress = {});
   Status Unpark(Job* job, const std::string& why);
   // Running jobs that may give way to a job of `priority` on `uuid`, best
   // victim first; `need_quantum`: equal priorities only after their quantum.
