@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/atomic_ops.h"
 #include "common/process_info.h"
 #include "common/shm_region.h"
 
@@ -52,20 +53,6 @@ uint32_t LoadHighWater(LedgerRegion* r) {
   return n > static_cast<uint32_t>(kLedgerSlots) ? kLedgerSlots : n;  // damaged: scan all
 }
 
-void RaiseHighWater(LedgerRegion* r, uint32_t n) {
-  std::atomic_ref<uint32_t> hw = HighWater(r);
-  uint32_t cur = hw.load(std::memory_order_seq_cst);
-  while (cur < n && !hw.compare_exchange_weak(cur, n, std::memory_order_seq_cst)) {
-  }
-}
-
-// Subtracts at most the slot's value: a caller that releases more than it
-// reserved must not wrap the slot to ~2^64 and lock the whole group out.
-void SubClamped(std::atomic<uint64_t>& v, uint64_t bytes) {
-  uint64_t cur = v.load(std::memory_order_relaxed);
-  while (!v.compare_exchange_weak(cur, cur > bytes ? cur - bytes : 0, std::memory_order_seq_cst)) {
-  }
-}
 
 bool ValidGroup(const std::string& group) {
   if (group.size() > kMaxGroupName) return false;
@@ -170,7 +157,7 @@ Attempt AddThenCheck(LedgerRegion* region, LedgerSlot* self, int d, uint64_t byt
   if (SumUsed(region, d) <= std::min(limit, region->limit[d].load(std::memory_order_seq_cst))) {
     return Attempt::kOk;
   }
-  SubClamped(mine, bytes);
+  SubtractAtMost(mine, bytes);
   return Attempt::kOver;
 }
 
@@ -303,7 +290,7 @@ LedgerSlot* QuotaLedger::Self() {
       slot.start_time.store(start, std::memory_order_relaxed);
       slot.image_id.store(ProcessImageId(), std::memory_order_relaxed);
       for (auto& u : slot.used) u.store(0, std::memory_order_seq_cst);
-      RaiseHighWater(region_, static_cast<uint32_t>(i) + 1);
+      RaiseTo(HighWater(region_), static_cast<uint32_t>(i) + 1);
       slot.pid.store(pid, std::memory_order_release);
       s = &slot;
     }
@@ -364,7 +351,7 @@ void QuotaLedger::Release(int d, uint64_t bytes) {
   if (d < 0 || d >= kLedgerDevices || bytes == 0) return;
   LedgerSlot* self = self_.load(std::memory_order_acquire);
   if (self == nullptr) return;  // nothing was reserved by this process
-  SubClamped(self->used[d], bytes);
+  SubtractAtMost(self->used[d], bytes);
 }
 
 uint64_t QuotaLedger::Used(int d) const {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "common/atomic_ops.h"
 #include "common/futex.h"
 #include "common/process_info.h"
 #include "common/shm_region.h"
@@ -31,12 +32,6 @@ bool HasOtherThan(GroupSet set, int g) {
   return set.any();
 }
 
-// Raises a high-water mark to at least `to`.
-void RaiseTo(std::atomic<uint32_t>& hwm, uint32_t to) {
-  uint32_t cur = hwm.load();
-  while (cur < to && !hwm.compare_exchange_weak(cur, to)) {
-  }
-}
 
 // The display name, stored char by char as atomics: only such a stalled
 // claimer writes it concurrently with another (see ResetGroup).

@@ -1,5 +1,6 @@
 #include "sim/node_region.h"
 
+#include "common/atomic_ops.h"
 #include "common/process_info.h"
 
 #include <errno.h>
@@ -336,12 +337,7 @@ void NodeRegion::Unreserve(int d, uint64_t bytes) {
     device(d).used_bytes.fetch_sub(bytes);  // an Attach-only user's own reservation
     return;
   }
-  uint64_t held = self->used_bytes[d].load();
-  uint64_t take = 0;
-  do {
-    take = std::min(held, bytes);
-  } while (!self->used_bytes[d].compare_exchange_weak(held, held - take));
-  device(d).used_bytes.fetch_sub(take);
+  device(d).used_bytes.fetch_sub(SubtractAtMost(self->used_bytes[d], bytes));
 }
 
 uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
