@@ -369,7 +369,7 @@ void Coordinator::Tick() {
 }
 
 Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
-                             const std::function<void()>& keepalive) {
+                             const std::function<bool()>& keepalive) {
   const auto t0 = Clock::now();
   bool logged = false;
   for (;;) {
@@ -419,13 +419,18 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
       std::vector<pid_t> victims = Victims(uuid, pid, r.priority);
       if (!victims.empty()) {
         Job& v = jobs_.at(victims.front());
-        if (Park(&v, pid, uuid, v.priority < r.priority, keepalive).ok()) {
+        if (Park(&v, pid, uuid, v.priority < r.priority, [&keepalive] { keepalive(); }).ok()) {
           SaveState();
           continue;  // look again at once
         }
       }
     }
-    keepalive();
+    if (!keepalive()) {  // gone: it gave up, or asks again on a new connection
+      std::lock_guard<std::mutex> decide(decide_mu_);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = jobs_.find(pid); it != jobs_.end()) it->second.waiting_for_memory = false;
+      return Status::Error(ErrorCode::kIo, "the caller is gone");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.tick_ms));
   }
 }

@@ -39,9 +39,10 @@ class Coordinator {
   // An allocation of `pid` of `bytes` on device `uuid` does not fit: make room.
   // Returns when the allocation may be retried (Ok), or ENOMEM when it cannot
   // fit (not even alone, or oversubscription is off). `keepalive` is called
-  // while it waits.
+  // while it waits; false from it means the caller is gone (it gave up, or
+  // asks again on a new connection): the wait ends (ECANCELED).
   Status MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
-                  const std::function<void()>& keepalive);
+                  const std::function<bool()>& keepalive);
   // vgpuctl set: forwarded to the job's agent; priority and weight are kept.
   ctl::Response Set(pid_t pid, const nlohmann::json& args);
 

@@ -93,7 +93,7 @@ Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest
   return Status::Error(ErrorCode::kNoSys, "unknown command '" + cmd + "'");
 }
 
-ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::function<void()>& progress) {
+ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::function<bool()>& progress) {
   const std::string& cmd = r.req.cmd;
   const nlohmann::json& args = r.req.args;
   if (cmd == "ping") return ctl::Response::Ok({{"daemon", "vgpud"}, {"version", VGPU_VERSION}});
@@ -247,7 +247,7 @@ void DaemonServer::Serve(int fd) {
       resp = Dispatch(coordinator_, r, [fd, id] {
         ctl::Progress p;
         p.phase = "waiting";
-        SendAll(fd, ctl::SerializeProgress(id, p));
+        return SendAll(fd, ctl::SerializeProgress(id, p));
       });
     }
     resp.id = r.req.id;

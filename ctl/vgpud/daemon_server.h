@@ -37,9 +37,10 @@ struct DaemonRequest {
 };
 Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest* out);
 
-// Runs one parsed request; `progress` sends a keepalive line.
+// Runs one parsed request; `progress` sends a keepalive line (false: the
+// client is gone).
 ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r,
-                       const std::function<void()>& progress);
+                       const std::function<bool()>& progress);
 
 class DaemonServer {
  public:
