@@ -84,7 +84,14 @@ TEST(QuiesceGateTest, OnlyAWaitAtAClosedGateIsCounted) {
   std::thread([] { GateGuard g; }).join();
   EXPECT_EQ(counters::Get(counters::Id::kGateWaits), waits) << "an open gate counts nothing";
   CloseGate();
-  std::thread t([] { GateGuard g; });
+  std::atomic<bool> started{false};
+  std::thread t([&started] {
+    started.store(true);
+    GateGuard g;
+  });
+  // On a loaded machine the thread may not run for a while: the gate opens
+  // only once it is about to enter (and has had 20 ms to reach the wait).
+  while (!started.load()) std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(20ms);
   OpenGate();
   t.join();
