@@ -22,11 +22,31 @@ void SimLog(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace vgpu::sim
 
-#define SIM_ENTER(name)                                                   \
-  do {                                                                    \
-    if (CUresult sim_r_ = ::vgpu::sim::ApiEnter(name); sim_r_ != CUDA_SUCCESS) \
-      return sim_r_;                                                      \
-  } while (0)
+namespace vgpu::sim {
+// An entry point's stay in the driver: ApiEnter's checks, then the calling
+// thread counts as inside the driver until the scope ends (only the outermost
+// entry point of a thread counts). While a checkpoint lock holds the process
+// (cuCheckpointProcessLock), a thread entering waits here, and the lock waits
+// until no thread is inside (sim/checkpoint_process.h).
+class ApiScope {
+ public:
+  explicit ApiScope(const char* name);
+  ~ApiScope();
+  ApiScope(const ApiScope&) = delete;
+  ApiScope& operator=(const ApiScope&) = delete;
+  CUresult result() const { return result_; }
+
+ private:
+  CUresult result_;
+  bool counted_ = false;
+};
+}  // namespace vgpu::sim
+
+// Declares the scope in the entry point's body, so it must be a statement of
+// the function's outermost block.
+#define SIM_ENTER(name)                       \
+  ::vgpu::sim::ApiScope sim_scope_{name};     \
+  if (sim_scope_.result() != CUDA_SUCCESS) return sim_scope_.result()
 
 #define SIM_ENTER_NOINIT(name)                                                   \
   do {                                                                           \

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sim/api_common.h"
+#include "sim/checkpoint_process.h"
 #include "sim/fault_injection.h"
 #include "sim/sim_state.h"
 
@@ -99,6 +100,7 @@ CUresult InitOnce(unsigned int flags) {
   pthread_atfork(nullptr, nullptr, AtForkChild);
   std::atexit(AtExit);
   g_state.store(state, std::memory_order_release);
+  StartRestoreThread(state->node->self());
   return g_init_result = CUDA_SUCCESS;
 }
 

@@ -24,7 +24,7 @@ thread_local std::unordered_map<Context*, Stream*> t_per_thread;
 
 void SetContextBit(int device, bool on) {
   if (ProcessSlot* self = Node().self(); self != nullptr) {
-    if (on) self->context_mask.fetch_or(1u << device);
+    if (on) self->context_mask.fetch_or(1u << Node().Phys(device));
   }
 }
 
@@ -131,6 +131,17 @@ bool IsValidContext(CUcontext ctx) {
   std::shared_lock lock(g_ctx_mu);
   auto* c = AsContext(ctx);
   return g_contexts->count(c) != 0 && c->active.load();
+}
+
+bool AllStreamsIdle() {
+  std::shared_lock lock(g_ctx_mu);
+  for (Context* c : *g_contexts) {
+    std::lock_guard<std::mutex> streams(c->mu);
+    for (Stream* s : c->streams) {
+      if (!s->Idle()) return false;
+    }
+  }
+  return true;
 }
 
 int ContextDevice(CUcontext ctx) { return IsValidContext(ctx) ? AsContext(ctx)->device : -1; }

@@ -48,6 +48,9 @@ inline CUresult StickyError(Context* ctx) {
   return static_cast<CUresult>(ctx->sticky_error.load(std::memory_order_relaxed));
 }
 
+// True when no stream of any context has unfinished work.
+bool AllStreamsIdle();
+
 // Waits for every stream of ctx.
 CUresult SynchronizeContext(Context* ctx);
 

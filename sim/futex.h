@@ -6,6 +6,7 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,18 @@ inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
 inline void FutexWakeAll(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
           nullptr, 0);
+}
+
+// Across processes (a word in the node region): sleeps while *word ==
+// expected, at most timeout_ns.
+inline void FutexWaitShared(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000ull),
+              static_cast<long>(timeout_ns % 1'000'000'000ull)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+inline void FutexWakeShared(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));

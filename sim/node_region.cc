@@ -46,6 +46,7 @@ void InitEngineMutex(pthread_mutex_t* m) {
 void InitDevice(DeviceState* d, const DeviceSpec& spec, const std::string& node, int index) {
   d->total_bytes = spec.total_bytes;
   d->mem_bandwidth_bytes_per_s = spec.mem_bandwidth_bytes_per_s;
+  d->host_link_bytes_per_s = spec.host_link_bytes_per_s;
   d->cc_major = spec.cc_major;
   d->cc_minor = spec.cc_minor;
   d->sm_count = spec.sm_count;
@@ -204,6 +205,10 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
           for (auto& u : ring) u.wall_ns.store(0), u.busy_ns.store(0);
         }
         slot.context_mask.store(0);
+        slot.checkpoint.state.store(0);  // CU_PROCESS_STATE_RUNNING
+        slot.checkpoint.restore_tid.store(0);
+        slot.checkpoint.owner.store(0);
+        slot.checkpoint.done.store(slot.checkpoint.request.load());
         slot.image_id.store(ProcessImageId());
         slot.pid.store(pid, std::memory_order_release);
         *out = &slot;
@@ -310,8 +315,16 @@ NodeRegion* NodeRegion::Attach(const std::string& node_name, std::string* error)
   return region;
 }
 
-bool NodeRegion::Reserve(int d, uint64_t bytes) {
-  DeviceState& dev = device(d);
+NodeRegion::NodeRegion() {
+  for (int d = 0; d < kMaxDevices; ++d) phys_[d].store(d);
+}
+
+bool NodeRegion::Reserve(int d, uint64_t bytes) { return ReservePhysical(Phys(d), bytes); }
+
+void NodeRegion::Unreserve(int d, uint64_t bytes) { UnreservePhysical(Phys(d), bytes); }
+
+bool NodeRegion::ReservePhysical(int d, uint64_t bytes) {
+  DeviceState& dev = physical(d);
   for (int attempt = 0; attempt < 2; ++attempt) {
     uint64_t used = dev.used_bytes.load(std::memory_order_relaxed);
     while (used <= dev.total_bytes && bytes <= dev.total_bytes - used) {
@@ -330,14 +343,14 @@ bool NodeRegion::Reserve(int d, uint64_t bytes) {
 // another thread of the exiting process must not subtract them again. A
 // double subtraction wrapped the device counter, and NVML then showed the
 // device full for ever (vgpud waited on it: a job never resumed).
-void NodeRegion::Unreserve(int d, uint64_t bytes) {
+void NodeRegion::UnreservePhysical(int d, uint64_t bytes) {
   ProcessSlot* self = self_.load();
   if (self == nullptr) {
     if (registered_once_) return;  // everything was returned at Unregister
-    device(d).used_bytes.fetch_sub(bytes);  // an Attach-only user's own reservation
+    physical(d).used_bytes.fetch_sub(bytes);  // an Attach-only user's own reservation
     return;
   }
-  device(d).used_bytes.fetch_sub(SubtractAtMost(self->used_bytes[d], bytes));
+  physical(d).used_bytes.fetch_sub(SubtractAtMost(self->used_bytes[d], bytes));
 }
 
 uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
@@ -360,8 +373,9 @@ uint64_t NodeRegion::EngineAcquire(int d, uint64_t ready_ns) {
   return start;
 }
 
-uint64_t NodeRegion::EngineRelease(int d, uint64_t started_ns, uint64_t end_ns) {
-  DeviceState& dev = device(d);
+uint64_t NodeRegion::EngineRelease(int ordinal, uint64_t started_ns, uint64_t end_ns) {
+  const int d = Phys(ordinal);  // the per-process history is kept per node device
+  DeviceState& dev = physical(d);
   uint64_t ran = end_ns - started_ns;
   uint64_t busy = dev.busy_ns.fetch_add(ran) + ran;
   dev.running_since_ns.store(0, std::memory_order_relaxed);

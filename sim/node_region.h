@@ -18,7 +18,7 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 6;  // 6: 1,024 process slots
+inline constexpr uint32_t kNodeVersion = 7;  // 7: checkpoint requests in the process slot
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 1024;  // as many as the scheduler has clients
 inline constexpr int kUtilSamples = 64;
@@ -35,6 +35,7 @@ struct UtilSample {
 struct DeviceState {
   uint64_t total_bytes;
   uint64_t mem_bandwidth_bytes_per_s;
+  uint64_t host_link_bytes_per_s;
   int32_t cc_major, cc_minor, sm_count, pci_bus;
   uint8_t uuid[16];
   char name[96];
@@ -47,6 +48,23 @@ struct DeviceState {
   std::atomic<uint64_t> last_release_ns;  // modelled end of the last kernel
   std::atomic<uint32_t> util_next;        // ring of (wall, busy) samples for NVML utilization
   UtilSample util[kUtilSamples];
+};
+
+// The driver checkpoint API (cuCheckpointProcess*) between processes: a caller
+// claims `owner`, writes the request, bumps `request` (a futex word) and waits
+// for `done` to reach it; the process's restore thread executes it. `state` is
+// the CUprocessState that cuCheckpointProcessGetState reads.
+struct CheckpointChannel {
+  std::atomic<uint32_t> state;        // CUprocessState
+  std::atomic<int32_t> restore_tid;   // the restore thread, 0 before it runs
+  std::atomic<int32_t> owner;         // pid of the caller whose request is in flight, 0: none
+  std::atomic<uint32_t> request;      // sequence number of the latest request
+  std::atomic<uint32_t> done;         // sequence number of the latest finished one
+  std::atomic<int32_t> result;        // its CUresult
+  uint32_t op;                        // CheckpointOp of the request
+  uint32_t timeout_ms;                // lock: 0 waits for ever
+  uint32_t pair_count;                // restore: GPU pairs (0: back onto the same GPUs)
+  uint8_t pairs[kMaxDevices][2][16];  // restore: old UUID, new UUID
 };
 
 struct ProcessSlot {
@@ -65,6 +83,7 @@ struct ProcessSlot {
   std::atomic<uint64_t> last_end_ns[kMaxDevices];
   std::atomic<uint32_t> util_next[kMaxDevices];
   UtilSample util[kMaxDevices][kProcUtilSamples];
+  CheckpointChannel checkpoint;
 };
 
 // One process's engine time on a device over a window ending now.
@@ -100,7 +119,15 @@ class NodeRegion {
 
   NodeHeader* header() const { return header_; }
   int device_count() const { return static_cast<int>(header_->device_count); }
-  DeviceState& device(int d) const { return header_->devices[d]; }
+  // The node's device behind this process's ordinal d. Identity until a
+  // checkpoint restore remaps the process onto other GPUs (gpuPairs): the
+  // process keeps its ordinals, they then name the new devices.
+  int Phys(int d) const { return phys_[d].load(std::memory_order_relaxed); }
+  void Remap(const int* phys) {
+    for (int d = 0; d < kMaxDevices; ++d) phys_[d].store(phys[d], std::memory_order_relaxed);
+  }
+  DeviceState& device(int d) const { return header_->devices[Phys(d)]; }
+  DeviceState& physical(int p) const { return header_->devices[p]; }
 
   // This process's slot (registered by Open); nullptr for Attach.
   ProcessSlot* self() const { return self_.load(std::memory_order_acquire); }
@@ -109,6 +136,9 @@ class NodeRegion {
   // the device counter. On shortage reaps dead processes once and retries.
   bool Reserve(int d, uint64_t bytes);
   void Unreserve(int d, uint64_t bytes);
+  // The same on node device p, whatever ordinal names it.
+  bool ReservePhysical(int p, uint64_t bytes);
+  void UnreservePhysical(int p, uint64_t bytes);
 
   // Engine: held by a stream worker for the duration of one kernel.
   // Takes the engine for a kernel that could have started at ready_ns; returns
@@ -140,7 +170,9 @@ class NodeRegion {
   static std::string ShmName(const std::string& node_name);
 
  private:
+  NodeRegion();
   NodeHeader* header_ = nullptr;
+  std::atomic<int> phys_[kMaxDevices];
   // Atomic: Unregister (at exit) clears it while other threads of the
   // process may still free memory.
   std::atomic<ProcessSlot*> self_{nullptr};

@@ -30,7 +30,8 @@ bool ParseUint(const std::string& s, uint64_t* out) {
   return true;
 }
 
-// One option of a device group: sm=132, cc=9.0, bw=3350 (GB/s).
+// One option of a device group: sm=132, cc=9.0, bw=3350 (GB/s of device
+// memory), link=25 (GB/s between the device and host memory).
 bool ParseOption(const std::string& opt, DeviceSpec* spec) {
   auto eq = opt.find('=');
   if (eq == std::string::npos) return false;
@@ -44,6 +45,11 @@ bool ParseOption(const std::string& opt, DeviceSpec* spec) {
   if (key == "bw") {
     if (!ParseUint(value, &n) || n == 0 || n > 1'000'000) return false;
     spec->mem_bandwidth_bytes_per_s = n * 1'000'000'000ull;
+    return true;
+  }
+  if (key == "link") {
+    if (!ParseUint(value, &n) || n == 0 || n > 10'000) return false;
+    spec->host_link_bytes_per_s = n * 1'000'000'000ull;
     return true;
   }
   if (key == "cc") {

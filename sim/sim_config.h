@@ -14,6 +14,9 @@ struct DeviceSpec {
   int cc_minor = 0;
   int sm_count = 132;
   uint64_t mem_bandwidth_bytes_per_s = 3'350'000'000'000ull;  // H100 SXM HBM3
+  // Device <-> host memory (what a checkpoint or restore moves over): a PCIe
+  // Gen4 x16 link's sustained rate; Gen5 boards reach about twice that.
+  uint64_t host_link_bytes_per_s = 25'000'000'000ull;
 };
 
 struct SimConfig {

@@ -7,6 +7,11 @@
 //   sleep NS            prints "ready", waits for "go", runs @builtin vgpu_sim_sleep
 //   deref               host-dereferences a device pointer (expected to die by SIGSEGV)
 //   fdimport BYTES      receives a POSIX fd over the socket on fd 3, imports and reads it
+//   ckptjob BYTES CUBIN a job for the checkpoint API tests: allocates BYTES, fills
+//                       them, prints "ready", then serves lines: "check" (reads
+//                       everything back through a stream and an event), "call"
+//                       (one synchronizing call), "sleep NS" (queues a kernel of
+//                       NS ns, no wait), "uuid", "quit"
 #include <cuda.h>
 #include <unistd.h>
 
@@ -56,6 +61,8 @@ int NoInit() {
   int v = 0;
   CUresult r = cuDriverGetVersion(&v);
   Out("version " + std::to_string(r) + " " + std::to_string(v));
+  CUprocessState st;
+  Out("ckptstate " + std::to_string(cuCheckpointProcessGetState(getpid(), &st)));
   Out("init " + std::to_string(cuInit(0)));
   Out("count2 " + std::to_string(cuDeviceGetCount(&n)));
   return 0;
@@ -177,6 +184,67 @@ int FdImport(size_t bytes) {
   return 0;
 }
 
+std::string Hex(const unsigned char* b, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += {kDigits[b[i] >> 4], kDigits[b[i] & 15]};
+  return s;
+}
+
+constexpr uint32_t kJobPattern = 0xC0FFEE01u;
+
+// Reads the job's buffer back on its own stream and checks every word.
+std::string CheckJob(CUdeviceptr p, size_t bytes, CUstream s, CUevent e) {
+  std::vector<uint32_t> data(bytes / 4);
+  CUresult r1 = cuMemcpyDtoHAsync(data.data(), p, bytes, s);
+  CUresult r2 = cuEventRecord(e, s);
+  CUresult r3 = cuEventSynchronize(e);
+  size_t bad = 0;
+  for (uint32_t x : data) bad += x != kJobPattern;
+  return "check " + std::to_string(r1) + " " + std::to_string(r2) + " " + std::to_string(r3) +
+         " " + std::to_string(bad);
+}
+
+int CheckpointJob(size_t bytes, const char* cubin) {
+  CUcontext ctx;
+  CUmodule m = nullptr;
+  CUfunction sleep_fn = nullptr;
+  CUstream s = nullptr;
+  CUevent e = nullptr;
+  CUdeviceptr p = 0;
+  CUresult r = SetupContext(&ctx);
+  if (r == CUDA_SUCCESS) r = cuModuleLoad(&m, cubin);
+  if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&sleep_fn, m, "conf_sleep_ns");
+  if (r == CUDA_SUCCESS) r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  if (r == CUDA_SUCCESS) r = cuEventCreate(&e, 0);
+  if (r == CUDA_SUCCESS) r = cuMemAlloc(&p, bytes);
+  if (r == CUDA_SUCCESS) r = cuMemsetD32(p, kJobPattern, bytes / 4);
+  if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+  Out((r == CUDA_SUCCESS ? "ready " : "setup ") + std::to_string(r));
+  if (r != CUDA_SUCCESS) return 1;
+  for (std::string line = WaitLine(); !line.empty() && line != "quit"; line = WaitLine()) {
+    if (line == "check") {
+      Out(CheckJob(p, bytes, s, e));
+    } else if (line == "call") {
+      Out("call " + std::to_string(cuCtxSynchronize()));
+    } else if (line.rfind("sleep ", 0) == 0) {
+      uint64_t ns = strtoull(line.c_str() + 6, nullptr, 0);
+      void* params[] = {&ns};
+      Out("launched " +
+          std::to_string(cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr)));
+    } else if (line == "uuid") {
+      CUuuid u{};
+      CUdevice d = 0;
+      CUresult ru = cuCtxGetDevice(&d);
+      if (ru == CUDA_SUCCESS) ru = cuDeviceGetUuid_v2(&u, d);
+      Out("uuid " + std::to_string(ru) + " " +
+          Hex(reinterpret_cast<const unsigned char*>(u.bytes), 16));
+    }
+  }
+  cuMemFree(p);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,5 +258,6 @@ int main(int argc, char** argv) {
   if (cmd == "sleep" && argc == 3) return SleepKernel(strtoull(argv[2], nullptr, 0));
   if (cmd == "deref") return Deref();
   if (cmd == "fdimport" && argc == 3) return FdImport(strtoull(argv[2], nullptr, 0));
+  if (cmd == "ckptjob" && argc == 4) return CheckpointJob(strtoull(argv[2], nullptr, 0), argv[3]);
   return 64;
 }
