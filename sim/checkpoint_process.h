@@ -10,7 +10,7 @@
 //                 devices' capacity is free for others (the simulated device
 //                 memory is host memory already, so it stays where it is: the
 //                 capacity is returned and the copy time is charged at the
-//                 device's host-link bandwidth);
+//                 device's modelled checkpoint rate, ckpt= in VGPU_SIM_DEVICES);
 //   restore       takes the capacity back (on the paired devices when gpuPairs
 //                 remap the process: its ordinals then name the new devices,
 //                 every handle and address stays), charges the copy again and

@@ -46,7 +46,8 @@ void InitEngineMutex(pthread_mutex_t* m) {
 void InitDevice(DeviceState* d, const DeviceSpec& spec, const std::string& node, int index) {
   d->total_bytes = spec.total_bytes;
   d->mem_bandwidth_bytes_per_s = spec.mem_bandwidth_bytes_per_s;
-  d->host_link_bytes_per_s = spec.host_link_bytes_per_s;
+  d->checkpoint_bytes_per_s = spec.checkpoint_bytes_per_s;
+  d->restore_bytes_per_s = spec.restore_bytes_per_s;
   d->cc_major = spec.cc_major;
   d->cc_minor = spec.cc_minor;
   d->sm_count = spec.sm_count;

@@ -35,7 +35,8 @@ struct UtilSample {
 struct DeviceState {
   uint64_t total_bytes;
   uint64_t mem_bandwidth_bytes_per_s;
-  uint64_t host_link_bytes_per_s;
+  uint64_t checkpoint_bytes_per_s;  // cuCheckpointProcessCheckpoint's copy rate
+  uint64_t restore_bytes_per_s;     // cuCheckpointProcessRestore's
   int32_t cc_major, cc_minor, sm_count, pci_bus;
   uint8_t uuid[16];
   char name[96];

@@ -31,7 +31,7 @@ bool ParseUint(const std::string& s, uint64_t* out) {
 }
 
 // One option of a device group: sm=132, cc=9.0, bw=3350 (GB/s of device
-// memory), link=25 (GB/s between the device and host memory).
+// memory), ckpt=2300 and restore=5970 (MB/s of the checkpoint API's copies).
 bool ParseOption(const std::string& opt, DeviceSpec* spec) {
   auto eq = opt.find('=');
   if (eq == std::string::npos) return false;
@@ -47,9 +47,9 @@ bool ParseOption(const std::string& opt, DeviceSpec* spec) {
     spec->mem_bandwidth_bytes_per_s = n * 1'000'000'000ull;
     return true;
   }
-  if (key == "link") {
-    if (!ParseUint(value, &n) || n == 0 || n > 10'000) return false;
-    spec->host_link_bytes_per_s = n * 1'000'000'000ull;
+  if (key == "ckpt" || key == "restore") {
+    if (!ParseUint(value, &n) || n == 0 || n > 10'000'000) return false;
+    (key == "ckpt" ? spec->checkpoint_bytes_per_s : spec->restore_bytes_per_s) = n * 1'000'000ull;
     return true;
   }
   if (key == "cc") {

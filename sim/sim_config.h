@@ -14,9 +14,11 @@ struct DeviceSpec {
   int cc_minor = 0;
   int sm_count = 132;
   uint64_t mem_bandwidth_bytes_per_s = 3'350'000'000'000ull;  // H100 SXM HBM3
-  // Device <-> host memory (what a checkpoint or restore moves over): a PCIe
-  // Gen4 x16 link's sustained rate; Gen5 boards reach about twice that.
-  uint64_t host_link_bytes_per_s = 25'000'000'000ull;
+  // The driver checkpoint API's copy rates (device memory to the process's
+  // host memory and back), as driver 580 moved an 8 GiB job on an H100:
+  // 2.30 GB/s checkpoint, 5.97 GB/s restore (2026-11-26, docs/gpu-validation.md).
+  uint64_t checkpoint_bytes_per_s = 2'300'000'000ull;
+  uint64_t restore_bytes_per_s = 5'970'000'000ull;
 };
 
 struct SimConfig {

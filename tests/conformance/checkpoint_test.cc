@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -121,12 +122,50 @@ TEST_F(CheckpointApiTest, RestoreThreadIsAThreadOfTheJob) {
 TEST_F(CheckpointApiTest, LockedJobsCudaCallsWaitUntilUnlock) {
   StartJob(1 << 20);
   ASSERT_CU_OK(cuCheckpointProcessLock(job_.pid, nullptr));
-  ASSERT_TRUE(WriteLine(&job_, "call"));
+  ASSERT_TRUE(WriteLine(&job_, "alloc"));
   std::string line;
   EXPECT_FALSE(ReadLine(&job_, &line, 300)) << "answered while locked: " << line;
   ASSERT_CU_OK(cuCheckpointProcessUnlock(job_.pid, nullptr));
   ASSERT_TRUE(ReadLine(&job_, &line, 10000));
-  EXPECT_EQ(line, "call 0");
+  EXPECT_EQ(line, "alloc 0");
+}
+
+// Which calls of a locked process wait (driver 580, H100: the three that
+// submit or allocate wait; a stream query, an attribute query and a
+// synchronize with nothing queued return). Prints one line per call.
+TEST_F(CheckpointApiTest, LockHoldsCallsThatSubmitOrAllocateAndLetsQueriesThrough) {
+  StartJob(1 << 20);
+  for (const char* call : {"memset", "alloc", "launch", "query", "attr", "call"}) {
+    std::string command = std::string(call) == "launch" ? "sleep 0" : call;
+    ASSERT_CU_OK(cuCheckpointProcessLock(job_.pid, nullptr));
+    ASSERT_TRUE(WriteLine(&job_, command));
+    std::string line;
+    bool answered = ReadLine(&job_, &line, 300);
+    ASSERT_CU_OK(cuCheckpointProcessUnlock(job_.pid, nullptr));
+    if (!answered) ASSERT_TRUE(ReadLine(&job_, &line, 10000)) << call;
+    std::printf("locked job, %-7s %s (%s)\n", call, answered ? "went through" : "waited", line.c_str());
+    const std::string c = call;
+    EXPECT_EQ(answered, c == "query" || c == "attr" || c == "call") << c;
+  }
+}
+
+TEST_F(CheckpointApiTest, CheckpointAndRestoreThroughput) {
+  const size_t bytes = GpuTarget() ? (8ull << 30) : (512ull << 20);
+  StartJob(bytes);
+  double t0 = NowMs();
+  ASSERT_CU_OK(cuCheckpointProcessLock(job_.pid, nullptr));
+  double t1 = NowMs();
+  ASSERT_CU_OK(cuCheckpointProcessCheckpoint(job_.pid, nullptr));
+  double t2 = NowMs();
+  ASSERT_CU_OK(cuCheckpointProcessRestore(job_.pid, nullptr));
+  double t3 = NowMs();
+  ASSERT_CU_OK(cuCheckpointProcessUnlock(job_.pid, nullptr));
+  double t4 = NowMs();
+  const double gb = static_cast<double>(bytes) / 1e9;
+  std::printf("RESULT ckpt_api bytes=%zu lock_ms=%.1f checkpoint_ms=%.1f (%.2f GB/s) restore_ms=%.1f "
+              "(%.2f GB/s) unlock_ms=%.1f\n",
+              bytes, t1 - t0, t2 - t1, gb / ((t2 - t1) / 1e3), t3 - t2, gb / ((t3 - t2) / 1e3), t4 - t3);
+  EXPECT_EQ(Ask("check", 60000), "check 0 0 0 0");
 }
 
 TEST_F(CheckpointApiTest, CheckpointFreesTheDeviceMemoryAndRestoreTakesItBack) {
@@ -313,7 +352,8 @@ TEST_F(SimCheckpointTest, PairsMustCoverEveryCheckpointedGpu) {
 }
 
 TEST_F(SimCheckpointTest, CheckpointAndRestoreTakeTheModelledCopyTime) {
-  // 25 GB/s host link (the default): 256 MiB takes 10.7 ms each way.
+  // The default rates (driver 580 on an H100): 256 MiB take 117 ms to
+  // checkpoint at 2.30 GB/s and 45 ms to restore at 5.97 GB/s.
   StartJob(kJobBytes);
   ASSERT_CU_OK(cuCheckpointProcessLock(job_.pid, nullptr));
   double t0 = NowMs();
@@ -322,8 +362,8 @@ TEST_F(SimCheckpointTest, CheckpointAndRestoreTakeTheModelledCopyTime) {
   ASSERT_CU_OK(cuCheckpointProcessRestore(job_.pid, nullptr));
   double t2 = NowMs();
   ASSERT_CU_OK(cuCheckpointProcessUnlock(job_.pid, nullptr));
-  EXPECT_GE(t1 - t0, 10.0);
-  EXPECT_GE(t2 - t1, 10.0);
+  EXPECT_GE(t1 - t0, 110.0);
+  EXPECT_GE(t2 - t1, 42.0);
 }
 
 TEST_F(SimCheckpointTest, AJobKilledWhileCheckpointedLeavesNothingBehind) {

@@ -227,6 +227,18 @@ int CheckpointJob(size_t bytes, const char* cubin) {
       Out(CheckJob(p, bytes, s, e));
     } else if (line == "call") {
       Out("call " + std::to_string(cuCtxSynchronize()));
+    } else if (line == "memset") {
+      Out("memset " + std::to_string(cuMemsetD32Async(p, kJobPattern, 1, s)));
+    } else if (line == "alloc") {
+      CUdeviceptr q = 0;
+      CUresult ra = cuMemAlloc(&q, 1 << 20);
+      if (ra == CUDA_SUCCESS) ra = cuMemFree(q);
+      Out("alloc " + std::to_string(ra));
+    } else if (line == "query") {
+      Out("query " + std::to_string(cuStreamQuery(s)));
+    } else if (line == "attr") {
+      int v = 0;
+      Out("attr " + std::to_string(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0)));
     } else if (line.rfind("sleep ", 0) == 0) {
       uint64_t ns = strtoull(line.c_str() + 6, nullptr, 0);
       void* params[] = {&ns};
