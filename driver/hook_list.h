@@ -97,7 +97,11 @@
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
   X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
-  X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)
+  X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)           \
+  /* the driver checkpoint API, called by vgpuctl on a job's pid (migration) */  \
+  X(cuCheckpointProcessGetState) X(cuCheckpointProcessLock)                      \
+  X(cuCheckpointProcessCheckpoint) X(cuCheckpointProcessRestore)                 \
+  X(cuCheckpointProcessUnlock)
 
 // NVML entry points (types from driver/nvml_abi.h until a toolkit ships nvml.h).
 #define VGPU_NVML_HOOKS(X)                                                        \

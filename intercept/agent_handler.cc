@@ -16,6 +16,7 @@
 #include "driver/real_driver.h"
 #include "intercept/agent_set.h"
 #include "intercept/coordination.h"
+#include "intercept/migration.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -130,6 +131,8 @@ class ResidencyHandler : public ctl::Handler {
     if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
     if (req.cmd == "restore") return Unparked(Restore(req, progress));
     if (req.cmd == "set") return HandleSet(req);
+    if (req.cmd == "migrate_prepare") return migration::Prepare(req.args);
+    if (req.cmd == "migrate_finish") return migration::Finish();
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 
@@ -149,7 +152,7 @@ class ResidencyHandler : public ctl::Handler {
       ctl::DeviceInfo d;
       d.index = v;
       d.uuid = rt.devices().uuid(v);  // formatted once, when the device map was built
-      if (QuotaLedger* l = rt.ledger(); l != nullptr) {
+      if (DeviceLedger* l = rt.ledger(); l != nullptr) {
         if (l->Limit(p) != kUnlimited) d.quota = l->Limit(p);
         d.used = l->SelfUsed(p);
       } else {

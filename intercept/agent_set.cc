@@ -1,3 +1,4 @@
+#include "intercept/node_devices.h"
 #include "intercept/agent_set.h"
 
 #include <string>
@@ -40,7 +41,7 @@ void PushToScheduler(const std::vector<int>& targets) {
   for (int v : targets) {
     Config::ComputePolicy policy = PolicyOn(v);
     if (cs == nullptr || policy == Config::ComputePolicy::kNative) continue;
-    cs->UpdateParams(rt.devices().ToPhysical(v), rt.settings().ParamsFor(policy, v));
+    cs->UpdateParams(NodeDevice(rt.devices().ToPhysical(v)), rt.settings().ParamsFor(policy, v));
   }
 }
 
@@ -49,7 +50,7 @@ void PushToScheduler(const std::vector<int>& targets) {
 // puts the earlier ones back.
 Response SetMemoryLimit(uint64_t requested, const std::vector<int>& targets) {
   Runtime& rt = Runtime::Get();
-  QuotaLedger* ledger = rt.ledger();
+  DeviceLedger* ledger = rt.ledger();
   const uint64_t bytes = requested == 0 ? kUnlimited : requested;
   std::vector<std::pair<int, uint64_t>> changed;  // physical device, old limit
   for (int v : targets) {

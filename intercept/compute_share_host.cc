@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "intercept/node_devices.h"
 #include "intercept/compute_share.h"
 #include "common/log.h"
 #include "driver/real_driver.h"
@@ -34,7 +35,7 @@ class RealShareHost final : public ShareHost {
   CUresult CtxSetCurrent(CUcontext ctx) override { return REAL_CALL(cuCtxSetCurrent, ctx); }
   bool ParamsFor(int device, GroupParams* params) override {
     const Config& cfg = Runtime::Get().config();
-    const int v = Runtime::Get().devices().ToVirtual(device);
+    const int v = Runtime::Get().devices().ToVirtual(OrdinalOfNodeDevice(device));
     if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
     // The settings in force now: `vgpuctl set` may have changed them.
     *params = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(v), v);
@@ -72,7 +73,7 @@ bool ComputeShare::Start(std::string* error) {
   // be governed must not start (it would run uncapped).
   const DeviceMap& devices = Runtime::Get().devices();
   for (int v = 0; v < devices.count(); ++v) {
-    if (!cs->Join(devices.ToPhysical(v), error)) {
+    if (!cs->Join(NodeDevice(devices.ToPhysical(v)), error)) {
       region->Unregister(client);  // the object is left behind: its accountant may run
       return false;
     }

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,22 @@ class DeviceMap {
   int ToVirtual(int p) const {
     return p >= 0 && p < static_cast<int>(virtual_.size()) ? virtual_[p] : -1;
   }
-  const std::string& uuid(int v) const { return uuids_[v]; }  // "GPU-..." form
+  // "GPU-..." form. A copy: a migration (SetUuid) may change it meanwhile.
+  std::string uuid(int v) const {
+    std::lock_guard<std::mutex> lock(uuid_mu_);
+    return uuids_[v];
+  }
+  // After a migration: virtual device v is on another GPU now.
+  void SetUuid(int v, const std::string& uuid) {
+    std::lock_guard<std::mutex> lock(uuid_mu_);
+    uuids_[v] = uuid;
+  }
 
  private:
   std::vector<int> physical_;
   std::vector<int> virtual_;
   std::vector<std::string> uuids_;
+  mutable std::mutex uuid_mu_;
   bool identity_ = true;
 };
 

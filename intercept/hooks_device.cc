@@ -140,7 +140,7 @@ VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(si
     // The quota is the device's size as far as the process can tell: the
     // group's, which a stricter member or the daemon may have set below
     // this process's own configuration (cuMemGetInfo says the same).
-    const vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
+    const vgpu::DeviceLedger* ledger = vgpu::Runtime::Get().ledger();
     uint64_t limit =
         ledger != nullptr ? ledger->Limit(p) : vgpu::Runtime::Get().config().LimitFor(dev);
     if (r == CUDA_SUCCESS && limit < *bytes) *bytes = limit;

@@ -2,6 +2,7 @@
 // available they take no lock, make no syscall, allocate nothing and never
 // log. (The async copies are gated pass-through: intercept/hooks_gated.cc.)
 #include "driver/real_driver.h"
+#include "intercept/node_devices.h"
 #include "intercept/compute_share.h"
 #include "intercept/current_context.h"
 #include "intercept/hooks.h"
@@ -19,7 +20,7 @@ inline void Govern(CUstream stream, bool per_thread) {
   // The thread's current context is cached (intercept/current_context.h):
   // the driver is asked only after the thread's context changed.
   const vgpu::CurrentContext& c = vgpu::CurrentContextOfThread();
-  cs->Gate(c.device, c.ctx, stream, per_thread);
+  cs->Gate(vgpu::NodeDevice(c.device), c.ctx, stream, per_thread);
 }
 
 }  // namespace

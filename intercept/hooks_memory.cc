@@ -38,7 +38,7 @@ CUresult CurrentWhere(Where* w) {
 // Every final quota refusal passes here (VMM or not): it is also where it is counted.
 void LogRefusal(int device, uint64_t bytes) {
   counters::Add(counters::Id::kAllocationsRefused);
-  QuotaLedger* ledger = Runtime::Get().ledger();
+  DeviceLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr) return;
   // With VGPU_TRACE_ALLOCATIONS the line names the allocation's call site.
   const std::string site = Runtime::Get().call_sites().Describe(Runtime::Get().call_sites().Capture());
@@ -49,7 +49,7 @@ void LogRefusal(int device, uint64_t bytes) {
 }
 
 bool TryReserve(int device, uint64_t bytes) {
-  QuotaLedger* ledger = Runtime::Get().ledger();
+  DeviceLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr || bytes == 0) return true;
   if (!ledger->TryReserve(device, bytes)) return false;
   counters::Add(counters::Id::kQuotaChargedBytes, bytes);
@@ -63,7 +63,7 @@ bool Reserve(int device, uint64_t bytes) {
 }
 
 void Unreserve(int device, uint64_t bytes) {
-  if (QuotaLedger* ledger = Runtime::Get().ledger(); ledger != nullptr && bytes != 0) {
+  if (DeviceLedger* ledger = Runtime::Get().ledger(); ledger != nullptr && bytes != 0) {
     ledger->Release(device, bytes);
   }
 }
@@ -138,7 +138,7 @@ constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
 // the final refusal is logged (one log line per CUDA_ERROR_OUT_OF_MEMORY).
 // What the quota (if any) still allows on `device`; UINT64_MAX without one.
 uint64_t QuotaAvailable(int device) {
-  QuotaLedger* ledger = Runtime::Get().ledger();
+  DeviceLedger* ledger = Runtime::Get().ledger();
   if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
   uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
   return used >= limit ? 0 : limit - used;
@@ -150,7 +150,7 @@ void InstallVmmAccounting() {
   a.release = [](int device, uint64_t bytes) { Unreserve(device, bytes); };
   a.refused = [](int device, uint64_t bytes) { LogRefusal(device, bytes); };
   a.limit = [](int device) -> uint64_t {
-    QuotaLedger* ledger = Runtime::Get().ledger();
+    DeviceLedger* ledger = Runtime::Get().ledger();
     return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
   };
   a.available = QuotaAvailable;
@@ -532,7 +532,7 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
     // the ledger holds.
     if (vgpu::VmmOn() && have_device) vgpu::Vmm().TrimCache(d);
     CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
-    vgpu::QuotaLedger* ledger = vgpu::Runtime::Get().ledger();
+    vgpu::DeviceLedger* ledger = vgpu::Runtime::Get().ledger();
     if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
     uint64_t limit = ledger->Limit(d);
     if (limit == vgpu::kUnlimited) return r;

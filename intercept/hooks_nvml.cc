@@ -97,9 +97,10 @@ int VirtualIndexOf(nvmlDevice_t h) {
   return -1;
 }
 
+// By NVML index, which is the node device (not a driver ordinal).
 QuotaLedger* Ledger() {
-  QuotaLedger* l = Runtime::Get().ledger();
-  return l != nullptr ? l : View().own_ledger.get();
+  DeviceLedger* l = Runtime::Get().ledger();
+  return l != nullptr ? l->node() : View().own_ledger.get();
 }
 
 // Quota view of (total, used, free) for a visible device; false: no quota.

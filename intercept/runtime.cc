@@ -128,6 +128,7 @@ CUresult Runtime::BuildPhaseTwo() {
       ledger_.reset();
       return CUDA_ERROR_NOT_INITIALIZED;
     }
+    ledger_view_ = std::make_unique<DeviceLedger>(ledger_.get());
   }
   settings_.InitFrom(config_);
   if (!ComputeShare::Start(&error)) {

@@ -12,6 +12,7 @@
 #include "common/call_sites.h"
 #include "common/config/config.h"
 #include "common/quota_ledger.h"
+#include "intercept/device_ledger.h"
 #include "intercept/allocation_tracker.h"
 #include "intercept/device_map.h"
 #include "intercept/runtime_settings.h"
@@ -32,8 +33,10 @@ class Runtime {
   bool ready() const { return ready_.load(std::memory_order_acquire); }
 
   const DeviceMap& devices() const { return devices_; }
+  DeviceMap& mutable_devices() { return devices_; }
   // nullptr when no quota applies (no limit and no group): pure pass-through.
-  QuotaLedger* ledger() const { return ledger_.get(); }
+  // Addressed by driver ordinal (intercept/device_ledger.h).
+  DeviceLedger* ledger() const { return ledger_view_.get(); }
   AllocationTracker& allocations() { return allocations_; }
   // Allocation call sites; enabled (phase two) with VGPU_TRACE_ALLOCATIONS.
   CallSites& call_sites() { return call_sites_; }
@@ -51,6 +54,7 @@ class Runtime {
   std::string config_error_;
   DeviceMap devices_;
   std::unique_ptr<QuotaLedger> ledger_;
+  std::unique_ptr<DeviceLedger> ledger_view_;
   AllocationTracker allocations_;
   CallSites call_sites_;
   RuntimeSettings settings_;

@@ -32,7 +32,8 @@ using ::vgpu::Status;
 // The commands this protocol version defines.
 // "make_room" and "events" are vgpud's (docs/vgpud.md); an agent answers ENOSYS.
 inline constexpr const char* kCommands[] = {"ping",    "ps",      "info", "suspend",   "resume",
-                                            "checkpoint", "restore", "set",  "make_room", "events"};
+                                            "checkpoint", "restore", "set",  "make_room", "events",
+                                            "migrate_prepare", "migrate_finish"};
 bool IsKnownCommand(std::string_view cmd);
 
 struct Request {

@@ -36,6 +36,9 @@ constexpr const char* kUsage =
     "                          write its device memory to DIR/vgpu-PID-START.vgpuckpt\n"
     "  restore PID [--from DIR|IMAGE]\n"
     "                          load its device memory from its image in DIR (or IMAGE)\n"
+    "  migrate PID --to DEVICE | --map OLD:NEW[,OLD:NEW...]\n"
+    "                          move a running job to another GPU (index or UUID) with the\n"
+    "                          driver's checkpoint API (r580+; docs/migration.md)\n"
     "  set PID|--group G [--memory-limit SIZE] [--compute-share PCT] [--weight W]\n"
     "      [--priority high|normal|low] [--device N]\n"
     "                          change its limits at runtime (--group G: every process of\n"
@@ -71,6 +74,7 @@ constexpr NamedCommand kProcessCommands[] = {
     {"checkpoint", vgpu::ctl::cli::Checkpoint},
     {"restore", vgpu::ctl::cli::Restore},
     {"set", vgpu::ctl::cli::Set},
+    {"migrate", vgpu::ctl::cli::Migrate},
     {"top", vgpu::ctl::cli::Top},
     {"events", vgpu::ctl::cli::Events},
 };

@@ -27,7 +27,8 @@ bool ParseInt(const std::string& s, int min, int max, int* out) {
 bool NeedsValue(const std::string& name) {
   return name == "--run-dir" || name == "--timeout" || name == "--dir" || name == "--from" ||
          name == "--memory-limit" || name == "--compute-share" || name == "--device" ||
-         name == "--weight" || name == "--priority" || name == "--group";
+         name == "--weight" || name == "--priority" || name == "--group" || name == "--to" ||
+         name == "--map";
 }
 
 // Stores one option's value; false with *error set if it is invalid.
@@ -45,6 +46,8 @@ bool Apply(const std::string& name, const std::string& value, Options* o, std::s
   if (name == "--run-dir") o->run_dir = value;
   if (name == "--dir") o->dir = AbsolutePath(value);
   if (name == "--from") o->from = AbsolutePath(value);
+  if (name == "--to") o->to = value;
+  if (name == "--map") o->map = value;
   if (name == "--timeout") {
     if (!ParseInt(value, 1, 86400, &n)) return *error = "--timeout wants seconds (1..86400)", false;
     o->timeout_ms = n * 1000;

@@ -38,6 +38,8 @@ struct Options {
   std::optional<int> weight;             // set --weight
   std::optional<std::string> priority;   // set --priority
   std::string group;                     // set --group: every process of a quota group
+  std::string to;                        // migrate --to DEVICE
+  std::string map;                       // migrate --map OLD:NEW,...
   std::vector<std::string> positional;
 };
 

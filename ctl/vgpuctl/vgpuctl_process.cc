@@ -21,6 +21,8 @@ constexpr int kQueryTimeoutMs = 5000;  // info, ps (per agent: 3 s)
 constexpr int kPsTimeoutMs = 3000;
 constexpr int kOperationTimeoutMs = 120000;  // silence tolerated during long operations
 
+}  // namespace
+
 bool ParseOrUsage(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
                   size_t positional, Options* o, int* exit_code) {
   std::string error;
@@ -47,6 +49,8 @@ bool ParsePid(const std::string& s, pid_t* pid) {
   *pid = static_cast<pid_t>(v);
   return true;
 }
+
+namespace {
 
 ClientOptions ClientOpts(const Options& o, int default_timeout_ms) {
   return {o.run_dir, o.timeout_ms.value_or(default_timeout_ms)};

@@ -2,6 +2,9 @@
 // processes (ctl/client.h) and need no daemon.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,5 +18,13 @@ int Resume(const std::vector<std::string>& args);
 int Checkpoint(const std::vector<std::string>& args);
 int Restore(const std::vector<std::string>& args);
 int Set(const std::vector<std::string>& args);
+int Migrate(const std::vector<std::string>& args);  // vgpuctl_migrate.cc
+
+struct Options;
+// Shared by the process commands: options and positional count, with the
+// usage message and exit code on error; a process id argument.
+bool ParseOrUsage(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
+                  size_t positional, Options* o, int* exit_code);
+bool ParsePid(const std::string& s, pid_t* pid);
 
 }  // namespace vgpu::ctl::cli

@@ -1,6 +1,9 @@
 #!/bin/bash
 # End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
+#   residency_test.sh migrate     vgpuctl migrate of the sample to device 1 and back: same
+#                                 checksum, quota charge and UUID follow; a failed restore
+#                                 onto the target leaves it running
 #   residency_test.sh cycles N    N suspend/resume cycles under concurrent CUDA calls
 #   residency_test.sh corrupt     damaged image refused, process stays suspended, good image works
 #   residency_test.sh suspended_restore
@@ -131,6 +134,45 @@ train)
   child=
   got=$(grep '^checksum' "$work/train.out")
   echo "reference $ref, checkpointed+restored $got"
+  [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+migrate)
+  # vgpuctl migrate: the sample training moved to device 1 mid-run and back
+  # finishes with the checksum of an uninterrupted run; its quota charge and
+  # its device's UUID follow it. Then a restore onto the target that fails
+  # (injected into vgpuctl's driver calls) leaves it running where it was.
+  ref=$("$TRAIN" --steps 300 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
+  VGPU_VMM=on VGPU_DEVICE_MEMORY_LIMIT=512MiB VGPU_GROUP=mig-$$ LD_PRELOAD=$LIBVGPU \
+    "$TRAIN" --steps 300 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
+  child=$!
+  wait_agent $child
+  sleep 0.3
+  ctl info $child --json || fail "info"
+  uuid0=$(grep -o '"uuid":"[^"]*"' "$work/ctl.out" | head -1)
+  ctl migrate $child --to 1 || fail "migrate to 1"
+  cat "$work/ctl.out"
+  grep -q "to GPU 1" "$work/ctl.out" || fail "no migration line"
+  "$VGPUCTL" quota mig-$$ >"$work/quota.out"
+  cat "$work/quota.out"
+  # DEVICE LIMIT-number unit USED-number unit
+  awk '$1 == 1 && $2 == 512 && $4 != 0 {ok=1} END {exit !ok}' "$work/quota.out" ||
+    fail "the quota and the charge did not follow the job to device 1"
+  awk '$1 == 0 && $4 != 0 {bad=1} END {exit bad}' "$work/quota.out" || fail "charge left on device 0"
+  ctl info $child --json || fail "info after"
+  uuid1=$(grep -o '"uuid":"[^"]*"' "$work/ctl.out" | head -1)
+  [ "$uuid0" != "$uuid1" ] || fail "the job's device UUID did not change ($uuid0)"
+  sleep 0.2
+  ctl migrate $child --to 0 || fail "migrate back to 0"
+  cat "$work/ctl.out"
+  sleep 0.1
+  VGPU_SIM_FAULTS=cuCheckpointProcessRestore:1:2 "$VGPUCTL" migrate $child --to 1 \
+    >"$work/fault.out" 2>&1 && fail "an injected restore failure reported success"
+  cat "$work/fault.out"
+  grep -q "runs where it was" "$work/fault.out" || fail "no recovery message"
+  wait $child || { cat "$work/train.out"; fail "training failed after migrations"; }
+  child=
+  got=$(grep '^checksum' "$work/train.out")
+  echo "reference $ref, migrated twice $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
   ;;
 cycles)

@@ -1,0 +1,31 @@
+// The group's quota ledger as this process addresses it: by driver ordinal,
+// translated to the node device the ledger is indexed by (node_devices.h).
+#pragma once
+
+#include <cstdint>
+
+#include "common/quota_ledger.h"
+#include "intercept/node_devices.h"
+
+namespace vgpu {
+
+class DeviceLedger {
+ public:
+  explicit DeviceLedger(QuotaLedger* ledger) : l_(ledger) {}
+  bool TryReserve(int p, uint64_t bytes) { return l_->TryReserve(NodeDevice(p), bytes); }
+  void Release(int p, uint64_t bytes) { l_->Release(NodeDevice(p), bytes); }
+  uint64_t Used(int p) const { return l_->Used(NodeDevice(p)); }
+  uint64_t Limit(int p) const { return l_->Limit(NodeDevice(p)); }
+  uint64_t SelfUsed(int p) const { return l_->SelfUsed(NodeDevice(p)); }
+  void SetLimit(int p, uint64_t bytes) { l_->SetLimit(NodeDevice(p), bytes); }
+  bool TrySetLimit(int p, uint64_t bytes, uint64_t* used) {
+    return l_->TrySetLimit(NodeDevice(p), bytes, used);
+  }
+  // By node device (migration moves charges between node devices).
+  QuotaLedger* node() const { return l_; }
+
+ private:
+  QuotaLedger* l_;
+};
+
+}  // namespace vgpu

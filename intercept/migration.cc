@@ -1,0 +1,195 @@
+#include "intercept/migration.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/byte_size.h"
+#include "common/log.h"
+#include "driver/real_driver.h"
+#include "intercept/compute_share.h"
+#include "intercept/node_devices.h"
+#include "intercept/quiesce_gate.h"
+#include "intercept/residency.h"
+#include "intercept/runtime.h"
+
+namespace vgpu::migration {
+namespace {
+
+using ctl::ErrorCode;
+using ctl::Response;
+
+struct Move {
+  int ordinal = -1;  // the driver ordinal that names `from` before the move
+  int from = -1;     // node devices
+  int to = -1;
+  uint64_t bytes = 0;  // the job's charge on `from`, reserved on `to` meanwhile
+};
+
+std::mutex g_mu;
+bool g_prepared = false;
+uint64_t g_generation = 0;
+std::vector<Move> g_moves;
+// The UUID of each node device, by index: what the driver's ordinals named
+// before the first migration (ordinal == node device then).
+std::vector<std::string> g_node_uuids;
+
+std::string DriverUuid(int ordinal) {
+  CUuuid u{};
+  if (REAL_CALL(cuDeviceGetUuid_v2, &u, ordinal) != CUDA_SUCCESS) return "";
+  return FormatUuid(u);
+}
+
+void LearnNodeUuids() {
+  if (!g_node_uuids.empty()) return;
+  int n = 0;
+  if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) return;
+  for (int p = 0; p < n && p < kNodeDevices; ++p) g_node_uuids.push_back(DriverUuid(p));
+}
+
+int NodeOf(const std::string& uuid) {
+  for (size_t i = 0; i < g_node_uuids.size(); ++i) {
+    if (!uuid.empty() && g_node_uuids[i] == uuid) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+QuotaLedger* Ledger() {
+  DeviceLedger* l = Runtime::Get().ledger();
+  return l != nullptr ? l->node() : nullptr;
+}
+
+Response Refuse(ErrorCode code, const std::string& why) {
+  for (const Move& m : g_moves) {
+    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to, m.bytes);
+  }
+  g_moves.clear();
+  return Response::Error(code, why);
+}
+
+bool DriverSaysRunning() {
+  CUprocessState st = CU_PROCESS_STATE_RUNNING;
+  CUresult r = REAL_CALL(cuCheckpointProcessGetState, getpid(), &st);
+  return r != CUDA_SUCCESS || st == CU_PROCESS_STATE_RUNNING;
+}
+
+// Reads the driver's ordinal -> GPU map and makes libvgpu's view follow it.
+// Called with g_mu held and the gate closed.
+nlohmann::json Reconcile() {
+  Runtime& rt = Runtime::Get();
+  for (int p = 0; p < static_cast<int>(g_node_uuids.size()); ++p) {
+    int n = NodeOf(DriverUuid(p));
+    if (n >= 0) SetNodeDevice(p, n);
+  }
+  nlohmann::json moved = nlohmann::json::array();
+  for (const Move& m : g_moves) {
+    // The job is on `to` if the ordinal that named `from` names `to` now.
+    const bool on_target = NodeDevice(m.ordinal) == m.to;
+    QuotaLedger* l = Ledger();
+    if (l != nullptr) l->Release(on_target ? m.from : m.to, m.bytes);
+    if (on_target) {
+      std::string error;
+      if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(m.to, &error)) {
+        VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
+      }
+      moved.push_back({{"from", g_node_uuids[m.from]}, {"to", g_node_uuids[m.to]}, {"bytes", m.bytes}});
+    }
+  }
+  for (int v = 0; v < rt.devices().count(); ++v) {
+    std::string u = DriverUuid(rt.devices().ToPhysical(v));
+    if (!u.empty()) rt.mutable_devices().SetUuid(v, u);
+  }
+  g_moves.clear();
+  g_prepared = false;
+  residency::OpenGate();
+  return moved;
+}
+
+// vgpuctl gone before its finish: finish once the driver lets the job run.
+void Watchdog(uint64_t generation, int64_t hold_ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_prepared || g_generation != generation) return;
+      if (DriverSaysRunning()) {
+        VGPU_LOG(kWarn, "migration: no finish within {} ms; reopening the job", hold_ms);
+        Reconcile();
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace
+
+Response Prepare(const nlohmann::json& args) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_prepared) return Response::Error(ErrorCode::kBusy, "a migration of this job is in progress");
+  if (residency::CurrentState() != residency::State::kRunning) {
+    return Response::Error(ErrorCode::kBusy, std::string("the job is ") +
+                                                 residency::StateName(residency::CurrentState()) +
+                                                 "; resume it before migrating");
+  }
+  LearnNodeUuids();
+  const nlohmann::json pairs = args.value("pairs", nlohmann::json::array());
+  if (!pairs.is_array() || pairs.empty()) return Response::Error(ErrorCode::kInval, "no GPU pairs");
+  Runtime& rt = Runtime::Get();
+  g_moves.clear();
+  for (const auto& pr : pairs) {
+    if (!pr.is_object() || !pr.contains("from") || !pr.contains("to") || !pr["from"].is_string() ||
+        !pr["to"].is_string()) {
+      return Refuse(ErrorCode::kInval, "a GPU pair needs \"from\" and \"to\" UUIDs");
+    }
+    const std::string from = pr["from"], to = pr["to"];
+    Move m;
+    for (int v = 0; v < rt.devices().count(); ++v) {
+      if (rt.devices().uuid(v) == from) {
+        m.ordinal = rt.devices().ToPhysical(v);
+        m.from = NodeDevice(m.ordinal);
+      }
+    }
+    m.to = NodeOf(to);
+    if (m.from < 0) return Refuse(ErrorCode::kInval, "the job has no device " + from);
+    if (m.to < 0) return Refuse(ErrorCode::kInval, "no GPU " + to + " on this node");
+    if (QuotaLedger* l = Ledger(); l != nullptr) {
+      m.bytes = l->SelfUsed(m.from);
+      if (l->Limit(m.to) == kUnlimited && l->Limit(m.from) != kUnlimited) {
+        l->SetLimit(m.to, l->Limit(m.from));  // the job's quota goes with it
+      }
+      if (m.from != m.to && !l->TryReserve(m.to, m.bytes)) {
+        return Refuse(ErrorCode::kBusy, "the job's " + FormatByteSize(m.bytes) +
+                                            " do not fit its group's quota on " + to + " (" +
+                                            FormatByteSize(l->Used(m.to)) + " of " +
+                                            FormatByteSize(l->Limit(m.to)) + " used)");
+      }
+      if (m.from == m.to) m.bytes = 0;
+    }
+    g_moves.push_back(m);
+  }
+  residency::CloseGate();
+  g_prepared = true;
+  const uint64_t generation = ++g_generation;
+  const int64_t hold_ms = args.value("hold_ms", int64_t{300000});
+  try {
+    std::thread(Watchdog, generation, hold_ms < 1000 ? 1000 : hold_ms).detach();
+  } catch (const std::exception& e) {
+    Reconcile();
+    return Response::Error(ErrorCode::kIo, std::string("cannot start the migration watchdog: ") + e.what());
+  }
+  return Response::Ok({{"held", true}});
+}
+
+Response Finish() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_prepared) return Response::Error(ErrorCode::kInval, "no migration of this job is in progress");
+  nlohmann::json moved = Reconcile();
+  return Response::Ok({{"moved", moved}});
+}
+
+}  // namespace vgpu::migration
