@@ -27,7 +27,8 @@ ALLOWED = {
     "ctl/control": {"ctl/control", "common"},
     # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
     # through the driver layer's NVML table).
-    "ctl": {"ctl", "ctl/control", "ctl/cdi", "common"},
+    # vgpuctl migrate calls the driver's checkpoint API through the driver table.
+    "ctl": {"ctl", "ctl/control", "ctl/cdi", "common", "driver"},
     # The container hook: runs as root on the host for every container, so it
     # stays small: the option parsers of common/config, no CUDA, no CDI code.
     "ctl/oci_hook": {"ctl/oci_hook", "ctl/control", "common"},
