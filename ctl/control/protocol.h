@@ -33,7 +33,8 @@ using ::vgpu::Status;
 // "make_room" and "events" are vgpud's (docs/vgpud.md); an agent answers ENOSYS.
 inline constexpr const char* kCommands[] = {"ping",    "ps",      "info", "suspend",   "resume",
                                             "checkpoint", "restore", "set",  "make_room", "events",
-                                            "migrate_prepare", "migrate_finish"};
+                                            "migrate_prepare", "migrate_finish", "migrate",
+                                            "drain", "undrain"};
 bool IsKnownCommand(std::string_view cmd);
 
 struct Request {

@@ -28,6 +28,8 @@ constexpr const char* kUsage =
     "                          (vgpud's view when it runs: priority, footprint, reason)\n"
     "  top [--once]            vgpud's live view, refreshed every second\n"
     "  events                  vgpud's recent decisions: who was suspended for whom, how long\n"
+    "  drain DEVICE            vgpud moves every job off DEVICE (index or UUID) and keeps new\n"
+    "                          ones off it; undrain DEVICE opens it again\n"
     "  info PID [--allocations] one process in detail (--allocations: the call sites holding\n"
     "                          device memory; needs VGPU_TRACE_ALLOCATIONS=on in the process)\n"
     "  suspend PID             move its device memory to host RAM and pause its CUDA calls\n"
@@ -77,6 +79,8 @@ constexpr NamedCommand kProcessCommands[] = {
     {"migrate", vgpu::ctl::cli::Migrate},
     {"top", vgpu::ctl::cli::Top},
     {"events", vgpu::ctl::cli::Events},
+    {"drain", [](const std::vector<std::string>& a) { return vgpu::ctl::cli::Drain(a, true); }},
+    {"undrain", [](const std::vector<std::string>& a) { return vgpu::ctl::cli::Drain(a, false); }},
 };
 
 // Exit codes scripts can rely on (the full list is in vgpuctl_cli.h).

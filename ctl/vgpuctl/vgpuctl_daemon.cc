@@ -173,4 +173,30 @@ int Events(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int Drain(const std::vector<std::string>& args, bool on) {
+  Options o;
+  std::string error;
+  if (!ParseOptions(args, {}, &o, &error) || o.positional.size() != 1) {
+    std::fprintf(stderr, "vgpuctl %s: %s\n", on ? "drain" : "undrain",
+                 error.empty() ? "expected one device (index or UUID)" : error.c_str());
+    return kExitUsage;
+  }
+  Response r;
+  Options wait = o;
+  // A drain moves every job off the device: give it the time the moves take.
+  if (!wait.timeout_ms) wait.timeout_ms = 600000;
+  if (Status s = AskDaemon(wait, on ? "drain" : "undrain", {{"device", o.positional[0]}}, &r); !s.ok()) {
+    return ReportFailure(o, 0, Status::Error(s.code, "vgpud: " + s.message), false);
+  }
+  if (o.json) {
+    std::fputs(DumpLine(r.result).c_str(), stdout);
+    return kExitOk;
+  }
+  const json left = r.result.value("jobs_left", json::array());
+  std::printf("%s %s%s\n", on ? "drained" : "undrained", r.result.value("device", std::string()).c_str(),
+              !on ? "" : left.empty() ? ": no job left on it" : (": " + std::to_string(left.size()) +
+                                                                 " job(s) could not move (no room)").c_str());
+  return left.empty() ? kExitOk : kExitBusy;
+}
+
 }  // namespace vgpu::ctl::cli

@@ -15,5 +15,7 @@ namespace vgpu::ctl::cli {
 bool DaemonPs(const Options& o, int* rc);
 int Top(const std::vector<std::string>& args);
 int Events(const std::vector<std::string>& args);
+// vgpuctl drain|undrain DEVICE (through vgpud).
+int Drain(const std::vector<std::string>& args, bool on);
 
 }  // namespace vgpu::ctl::cli

@@ -173,6 +173,10 @@ void Coordinator::Reconcile(const DaemonState& previous) {
   events_->Restore(previous.events);
   Refresh();
   std::lock_guard<std::mutex> lock(mu_);
+  {
+    std::lock_guard<std::mutex> drain(drain_mu_);
+    drained_ = previous.drained;
+  }
   // Keep the previous waiting order: earlier parked, earlier resumed.
   const auto now = Clock::now();
   for (size_t i = 0; i < previous.parked.size(); ++i) {
@@ -365,6 +369,7 @@ void Coordinator::Tick() {
   for (Job* w : waiting) {
     if (w->state == JobState::kWaiting) TryResume(w);
   }
+  MoveOffDrained();
   SaveState();
 }
 
@@ -415,6 +420,11 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
       if (!logged) {
         events_->Add({0, "wait", pid, 0, uuid, bytes, 0, "allocation waits for memory"});
         logged = true;
+      }
+      // Another GPU with room: move a job there instead of time-slicing.
+      if (MigrateToMakeRoom(uuid, bytes, pid)) {
+        SaveState();
+        continue;
       }
       std::vector<pid_t> victims = Victims(uuid, pid, r.priority);
       if (!victims.empty()) {
@@ -479,12 +489,14 @@ void Coordinator::SaveState() {
     }
   }
   s.events = events_->Recent(100);
+  s.drained = Drained();
   // Written (with its fsync) only when what it says changes: the parked jobs
   // and their order, or a new decision. Every tick calls this.
   std::string said;
   for (const ParkedJob& p : s.parked) {
     said += std::to_string(p.pid) + (p.on_disk ? "d" : "r") + p.image_path + ";";
   }
+  for (const std::string& d : s.drained) said += d + ",";
   said += std::to_string(s.events.size()) + "@" +
           std::to_string(s.events.empty() ? 0 : s.events.back().unix_ms);
   if (said == last_saved_) return;

@@ -45,6 +45,13 @@ class Coordinator {
                   const std::function<bool()>& keepalive);
   // vgpuctl set: forwarded to the job's agent; priority and weight are kept.
   ctl::Response Set(pid_t pid, const nlohmann::json& args);
+  // vgpuctl migrate through vgpud (coordinator_migrate.cc): pairs of device
+  // UUIDs or indices, from -> to.
+  ctl::Response Migrate(pid_t pid, const std::vector<std::pair<std::string, std::string>>& pairs);
+  // vgpuctl drain / undrain: every job moves off the device (where another
+  // has room), and jobs that appear on it later are moved too, until undrain.
+  ctl::Response Drain(const std::string& device, bool on);
+  std::vector<std::string> Drained() const;
 
   std::vector<Job> Jobs() const;
   const NodeGpus& gpus() const { return *gpus_; }
@@ -69,6 +76,17 @@ class Coordinator {
   // not happened yet (so that a resume does not take it first).
   uint64_t FreeFor(const GpuMemory& m) const;
   void TryResume(Job* job);
+  // Migration (coordinator_migrate.cc), with decide_mu_ held.
+  Status MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to, const std::string& why,
+                 pid_t for_pid, double* stopped_ms);
+  // The device, neither `except` nor drained, with the most room, if it has
+  // `bytes` free; false if none.
+  bool TargetFor(uint64_t bytes, const std::string& except, GpuMemory* out) const;
+  // Instead of suspending: moves the cheapest running job off `uuid` (the
+  // smallest footprint that makes `need` bytes of room) to a device with room.
+  bool MigrateToMakeRoom(const std::string& uuid, uint64_t need, pid_t requester);
+  void MoveOffDrained();
+  bool ResolveDevice(const std::string& name, GpuMemory* out) const;
   void SaveState();
   uint64_t ParkedInHost() const;
 
@@ -85,6 +103,9 @@ class Coordinator {
     Clock::time_point until{};
   };
   std::map<std::string, Reservation> reserved_;  // by device UUID; under decide_mu_
+  // Its own lock: SaveState reads it from under mu_ and from outside.
+  mutable std::mutex drain_mu_;
+  std::vector<std::string> drained_;  // device UUIDs; under drain_mu_
 };
 
 }  // namespace vgpu::vgpud

@@ -90,6 +90,30 @@ Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest
     rest.erase("pid");
     return ctl::ValidateArgs("set", rest);
   }
+  if (cmd == "migrate") {
+    if (Status s = ReadPid(args, &out->target); !s.ok()) return s;
+    const nlohmann::json& pairs = args.contains("pairs") ? args["pairs"] : nlohmann::json();
+    if (!pairs.is_array() || pairs.empty() || pairs.size() > 16) {
+      return Status::Error(ErrorCode::kInval, "invalid 'pairs': expected 1..16 {from, to}");
+    }
+    for (const auto& p : pairs) {
+      if (!p.is_object() || !p.contains("from") || !p["from"].is_string() || !p.contains("to") ||
+          !p["to"].is_string() || p["from"].get<std::string>().size() > 96 ||
+          p["to"].get<std::string>().size() > 96) {
+        return Status::Error(ErrorCode::kInval, "invalid 'pairs': expected {from, to} GPU names");
+      }
+    }
+    return Status::Ok();
+  }
+  if (cmd == "drain" || cmd == "undrain") {
+    if (!args.contains("device") || !args["device"].is_string() ||
+        args["device"].get<std::string>().size() > 96) {
+      return Status::Error(ErrorCode::kInval, "invalid 'device': expected a GPU index or UUID");
+    }
+    // A node-wide decision: it moves other users' jobs.
+    if (!peer.admin) return Denied(cmd + " (root or the admin group only)");
+    return Status::Ok();
+  }
   return Status::Error(ErrorCode::kNoSys, "unknown command '" + cmd + "'");
 }
 
@@ -116,6 +140,12 @@ ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::functi
     rest.erase("pid");
     return c->Set(r.target, rest);
   }
+  if (cmd == "migrate") {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (const auto& p : args["pairs"]) pairs.emplace_back(p["from"], p["to"]);
+    return c->Migrate(r.target, pairs);
+  }
+  if (cmd == "drain" || cmd == "undrain") return c->Drain(args["device"], cmd == "drain");
   return ctl::Response::Error(ErrorCode::kNoSys, "unknown command '" + cmd + "'");
 }
 
@@ -237,7 +267,7 @@ void DaemonServer::Serve(int fd) {
     r.req.peer_uid = peer.uid;
     ctl::Response resp;
     Status s = ParseDaemonRequest(line, peer, &r);
-    if (s.ok() && r.req.cmd == "set" && !peer.admin && !coordinator_->OwnedBy(r.target, peer.uid)) {
+    if (s.ok() && (r.req.cmd == "set" || r.req.cmd == "migrate") && !peer.admin && !coordinator_->OwnedBy(r.target, peer.uid)) {
       s = Denied("pid " + std::to_string(r.target) + " is not yours");
     }
     if (!s.ok()) {

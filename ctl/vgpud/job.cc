@@ -72,6 +72,7 @@ nlohmann::json ToJson(const Job& j) {
           {"on_disk", j.parked_on_disk},
           {"devices", devices},
           {"suspensions", j.suspensions},
+          {"migrations", j.migrations},
           {"preemptions", j.preemptions},
           {"bytes_moved", j.bytes_moved},
           {"compute_share", j.compute_share},

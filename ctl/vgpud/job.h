@@ -49,6 +49,7 @@ struct Job {
   uint64_t suspensions = 0;
   uint64_t preemptions = 0;  // suspensions for a higher-priority job
   uint64_t bytes_moved = 0;  // copied out and back by vgpud's decisions
+  uint64_t migrations = 0;   // moves to another GPU by vgpud
   bool waiting_for_memory = false;  // an allocation of it waits in make_room
   Clock::time_point refused_until{};  // its agent refused a suspend: not a victim till then
   std::vector<std::pair<std::string, uint64_t>> counters;  // libvgpu's

@@ -1,5 +1,6 @@
 #include "ctl/vgpud/metrics.h"
 
+#include <algorithm>
 #include <httplib.h>
 
 #include <map>
@@ -74,6 +75,8 @@ void JobMetrics(Writer* w, const std::vector<Job>& jobs) {
   }
   w->Family("vgpu_job_suspensions_total", "counter", "Times vgpud suspended the job.");
   for (const Job& j : jobs) w->Sample("vgpu_job_suspensions_total", JobLabels(j), static_cast<double>(j.suspensions));
+  w->Family("vgpu_job_migrations_total", "counter", "Times vgpud moved the job to another GPU.");
+  for (const Job& j : jobs) w->Sample("vgpu_job_migrations_total", JobLabels(j), static_cast<double>(j.migrations));
   w->Family("vgpu_job_preemptions_total", "counter", "Suspensions for a higher-priority job.");
   for (const Job& j : jobs) w->Sample("vgpu_job_preemptions_total", JobLabels(j), static_cast<double>(j.preemptions));
   w->Family("vgpu_job_moved_bytes_total", "counter", "Bytes vgpud's decisions copied out of and back into the device.");
@@ -99,7 +102,7 @@ void JobMetrics(Writer* w, const std::vector<Job>& jobs) {
 }  // namespace
 
 std::string RenderMetrics(const std::vector<Job>& jobs, const std::vector<GpuMemory>& gpus,
-                          bool oversubscribe) {
+                          bool oversubscribe, const std::vector<std::string>& drained) {
   Writer w;
   JobMetrics(&w, jobs);
   w.Family("vgpu_device_memory_used_bytes", "gauge", "Physical device memory in use.");
@@ -111,6 +114,11 @@ std::string RenderMetrics(const std::vector<Job>& jobs, const std::vector<GpuMem
     uint64_t need = 0;
     for (const Job& j : jobs) need += j.FootprintOn(g.uuid);
     w.Sample("vgpu_device_oversubscription_ratio", "device=\"" + Esc(g.uuid) + "\"", g.total == 0 ? 0 : static_cast<double>(need) / static_cast<double>(g.total));
+  }
+  w.Family("vgpu_device_drained", "gauge", "1 while the device is drained (vgpuctl drain).");
+  for (const GpuMemory& g : gpus) {
+    const bool on = std::find(drained.begin(), drained.end(), g.uuid) != drained.end();
+    w.Sample("vgpu_device_drained", "device=\"" + Esc(g.uuid) + "\"", on ? 1 : 0);
   }
   w.Family("vgpu_oversubscription_enabled", "gauge", "1 when vgpud time-slices devices whose jobs do not fit.");
   w.Sample("vgpu_oversubscription_enabled", "", oversubscribe ? 1 : 0);
@@ -124,7 +132,7 @@ struct MetricsServer::Impl {
 
 MetricsServer::MetricsServer(Coordinator* c, bool oversubscribe) : impl_(std::make_unique<Impl>()) {
   impl_->server.Get("/metrics", [c, oversubscribe](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(c->Jobs(), c->gpus().Read(), oversubscribe),
+    res.set_content(RenderMetrics(c->Jobs(), c->gpus().Read(), oversubscribe, c->Drained()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
 }

@@ -17,7 +17,7 @@ namespace vgpu::vgpud {
 class Coordinator;
 
 std::string RenderMetrics(const std::vector<Job>& jobs, const std::vector<GpuMemory>& gpus,
-                          bool oversubscribe);
+                          bool oversubscribe, const std::vector<std::string>& drained = {});
 
 class MetricsServer {
  public:

@@ -46,7 +46,7 @@ Status WriteState(const std::string& path, const DaemonState& s) {
   for (const Event& e : s.events) events.push_back(ToJson(e));
   const std::string text =
       ctl::DumpLine({{"format", kMagic}, {"version", kVersion}, {"parked", parked},
-                     {"events", events}}) + "\n";
+                     {"events", events}, {"drained", s.drained}}) + "\n";
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Errno("open " + tmp);
@@ -78,6 +78,7 @@ Status ReadState(const std::string& path, DaemonState* out) {
       pj.image_path = p.value("image", std::string());
       out->parked.push_back(pj);
     }
+    if (j.contains("drained")) out->drained = j.at("drained").get<std::vector<std::string>>();
     for (const auto& e : j.at("events")) {
       Event ev;
       if (FromJson(e, &ev)) out->events.push_back(ev);

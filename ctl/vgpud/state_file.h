@@ -28,6 +28,7 @@ struct ParkedJob {
 struct DaemonState {
   std::vector<ParkedJob> parked;  // in waiting order
   std::vector<Event> events;
+  std::vector<std::string> drained;  // device UUIDs (vgpuctl drain)
 };
 
 Status WriteState(const std::string& path, const DaemonState& s);

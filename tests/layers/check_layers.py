@@ -27,18 +27,21 @@ ALLOWED = {
     "ctl/control": {"ctl/control", "common"},
     # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
     # through the driver layer's NVML table).
-    # vgpuctl migrate calls the driver's checkpoint API through the driver table.
-    "ctl": {"ctl", "ctl/control", "ctl/cdi", "common", "driver"},
+    # vgpuctl migrate: the shared migration sequence, the node's GPUs.
+    "ctl": {"ctl", "ctl/control", "ctl/cdi", "ctl/migrate", "common", "driver"},
+    # The migration sequence (docs/migration.md): agents plus the driver's
+    # checkpoint API, shared by vgpuctl and vgpud.
+    "ctl/migrate": {"ctl/migrate", "ctl/control", "common", "driver"},
     # The container hook: runs as root on the host for every container, so it
     # stays small: the option parsers of common/config, no CUDA, no CDI code.
     "ctl/oci_hook": {"ctl/oci_hook", "ctl/control", "common"},
     # The CDI spec library: lists the GPUs through the driver layer's NVML table.
     "ctl/cdi": {"ctl/cdi", "common", "driver"},
-    "ctl/vgpud": {"ctl/vgpud", "ctl/control", "common", "driver"},
+    "ctl/vgpud": {"ctl/vgpud", "ctl/control", "ctl/migrate", "common", "driver"},
     "intercept": {"intercept", "vmm", "checkpoint", "ctl/control", "common", "driver"},
     "sim": {"sim", "common", "driver", "vgpu"},  # vgpu/: sim/include, the kernel ABI
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud",
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
            "ctl/oci_hook", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}

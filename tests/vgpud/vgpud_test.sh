@@ -13,6 +13,10 @@
 #                                        gone for the grace period
 #   vgpud_test.sh killed_parked          a job killed while parked is forgotten, its quota freed
 #   vgpud_test.sh bad_agent              an agent answering with wrong types does not stop vgpud
+#   vgpud_test.sh drain                  vgpuctl drain moves three jobs off a device and keeps
+#                                        a new one off it; results bit-identical
+#   vgpud_test.sh migrate_instead        an allocation that does not fit: the other job moves
+#                                        to a free GPU instead of being suspended
 #   vgpud_test.sh metrics                /metrics passes promtool check metrics; ps and events
 #                                        show vgpud's view; a capped job's achieved share
 # Environment (from CMake): VGPUD VGPUCTL LIBVGPU JOB SIM_DIR
@@ -97,6 +101,53 @@ timeslice)
   *" --host-budget "*) grep -q "restore" "$work/events.out" || fail "past the host budget, no job went to disk and back" ;;
   esac
   cat "$work/events.out"
+  ;;
+drain)
+  # vgpuctl drain 0 moves three running jobs off device 0 (bit-identical
+  # results), a job that starts on it later is moved too, undrain opens it.
+  export VGPU_SIM_DEVICES=3x1GiB
+  job solo 200 30 100
+  finish solo
+  start_daemon --quantum 60s
+  for n in a b c; do job $n 200 30 100; done
+  for n in a b c; do wait_line "$work/$n.out" allocated; done
+  "$VGPUCTL" drain 0 >"$work/drain.out" 2>&1 || { cat "$work/drain.out"; fail "drain 0"; }
+  cat "$work/drain.out"
+  grep -q "no job left on it" "$work/drain.out" || fail "drain left jobs behind"
+  job d 200 30 100
+  wait_line "$work/d.out" allocated
+  for _ in $(seq 1 100); do
+    [ "$("$VGPUCTL" events | grep -c ' migrate ')" -ge 4 ] && break
+    sleep 0.1
+  done
+  "$VGPUCTL" events >"$work/events.out"
+  cat "$work/events.out"
+  [ "$(grep -c ' migrate ' "$work/events.out")" -ge 4 ] || fail "the job started on the drained device was not moved"
+  grep -q "suspend\|checkpoint" "$work/events.out" && fail "drain suspended a job instead of moving it"
+  curl -s "http://127.0.0.1:$port/metrics" | grep -q 'vgpu_device_drained{device="[^"]*"} 1' ||
+    fail "no drained device in the metrics"
+  "$VGPUCTL" undrain 0 >"$work/undrain.out" 2>&1 || fail "undrain 0: $(cat "$work/undrain.out")"
+  for n in a b c d; do finish $n; done
+  for n in a b c d; do [ "$(sum_of $n)" = "$(sum_of solo)" ] || fail "job $n: checksum differs from solo"; done
+  ;;
+migrate_instead)
+  # Two jobs that do not fit on device 0 together, with device 1 free: vgpud
+  # moves the running one to device 1 instead of time-slicing.
+  export VGPU_SIM_DEVICES=2x256MiB
+  job solo 160 20 100
+  finish solo
+  start_daemon --quantum 60s
+  job a 160 20 100
+  wait_line "$work/a.out" allocated
+  job b 160 20 100
+  wait_line "$work/b.out" allocated
+  for n in a b; do finish $n; done
+  for n in a b; do [ "$(sum_of $n)" = "$(sum_of solo)" ] || fail "job $n: checksum differs from solo"; done
+  "$VGPUCTL" events >"$work/events.out"
+  cat "$work/events.out"
+  grep -q " migrate .*made room for $pid_b" "$work/events.out" || fail "no migration made room for b"
+  grep -q "suspend\|checkpoint" "$work/events.out" && fail "a job was suspended though another GPU had room"
+  true
   ;;
 stale_socket)
   # A SIGKILLed vgpud leaves its socket behind: an allocation that does not

@@ -1,0 +1,149 @@
+#include "ctl/migrate/migrator.h"
+
+#include <time.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "driver/real_driver.h"
+
+namespace vgpu::migrate {
+namespace {
+
+using nlohmann::json;
+
+constexpr unsigned kLockTimeoutMs = 10000;
+constexpr int kAgentTimeoutMs = 60000;
+
+double NowMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+Status AskAgent(pid_t pid, const std::string& cmd, json args, const ctl::ClientOptions& client,
+                ctl::Response* r) {
+  ctl::Request req;
+  req.id = 1;
+  req.cmd = cmd;
+  req.args = std::move(args);
+  ctl::ClientOptions o = client;
+  o.timeout_ms = kAgentTimeoutMs;
+  Status st = ctl::Call(pid, req, nullptr, r, o);
+  if (st.ok() && !r->ok) st = Status::Error(r->code, r->error);
+  return st;
+}
+
+std::string CuText(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY: the job did not quiesce in time";
+    case CUDA_ERROR_ILLEGAL_STATE: return "CUDA_ERROR_ILLEGAL_STATE";
+    case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED: needs driver r580+";
+    default: return "CUresult " + std::to_string(static_cast<int>(r));
+  }
+}
+
+// The driver half. After a failed restore onto the targets the job goes back
+// where it was (restore without pairs), so it never runs half-moved.
+Outcome MoveWithDriver(pid_t pid, const std::vector<GpuPair>& pairs) {
+  Outcome out;
+  const driver::RealCuda& cu = driver::Cuda();
+  auto fail = [&](const std::string& step, CUresult r) {
+    out.step = step;
+    out.status = Status::Error(ErrorCode::kIo, step + " failed (" + CuText(r) + ")");
+    return out;
+  };
+  if (cu.handle == nullptr) return fail("loading libcuda.so.1", CUDA_ERROR_NOT_FOUND);
+  if (CUresult r = TABLE_CALL(cu, cuInit, 0); r != CUDA_SUCCESS) return fail("cuInit", r);
+  CUcheckpointLockArgs lock{};
+  lock.timeoutMs = kLockTimeoutMs;
+  const double t0 = NowMs();
+  if (CUresult r = TABLE_CALL(cu, cuCheckpointProcessLock, pid, &lock); r != CUDA_SUCCESS) {
+    return fail("lock", r);
+  }
+  if (CUresult r = TABLE_CALL(cu, cuCheckpointProcessCheckpoint, pid, nullptr); r != CUDA_SUCCESS) {
+    TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
+    return fail("checkpoint", r);
+  }
+  std::vector<CUcheckpointGpuPair> dp(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    ParseUuid(pairs[i].from.uuid, reinterpret_cast<unsigned char*>(dp[i].oldUuid.bytes));
+    ParseUuid(pairs[i].to.uuid, reinterpret_cast<unsigned char*>(dp[i].newUuid.bytes));
+  }
+  CUcheckpointRestoreArgs args{};
+  args.gpuPairs = dp.data();
+  args.gpuPairsCount = static_cast<unsigned>(dp.size());
+  CUresult restored = TABLE_CALL(cu, cuCheckpointProcessRestore, pid, &args);
+  if (restored != CUDA_SUCCESS &&
+      TABLE_CALL(cu, cuCheckpointProcessRestore, pid, nullptr) != CUDA_SUCCESS) {
+    out.stranded = true;
+    return fail("restore onto the target", restored);
+  }
+  CUresult unlocked = TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
+  out.stopped_ms = NowMs() - t0;
+  if (restored != CUDA_SUCCESS) return fail("restore onto the target", restored);
+  if (unlocked != CUDA_SUCCESS) return fail("unlock", unlocked);
+  return out;
+}
+
+}  // namespace
+
+bool ParseUuid(const std::string& text, unsigned char out[16]) {
+  std::string hex;
+  for (char c : text.rfind("GPU-", 0) == 0 ? text.substr(4) : text) {
+    if (c != '-') hex += c;
+  }
+  if (hex.size() != 32) return false;
+  for (int i = 0; i < 16; ++i) {
+    char* end = nullptr;
+    const std::string byte = hex.substr(2 * static_cast<size_t>(i), 2);
+    long v = std::strtol(byte.c_str(), &end, 16);
+    if (end != byte.c_str() + 2) return false;
+    out[i] = static_cast<unsigned char>(v);
+  }
+  return true;
+}
+
+Status CheckRoom(const std::vector<GpuPair>& pairs) {
+  for (const GpuPair& p : pairs) {
+    if (p.from.uuid == p.to.uuid || p.to.free() >= p.bytes) continue;
+    return Status::Error(ErrorCode::kBusy, p.to.uuid + " has " + std::to_string(p.to.free() >> 20) +
+                                               " MiB free, the job needs " +
+                                               std::to_string(p.bytes >> 20) + " MiB there");
+  }
+  return Status::Ok();
+}
+
+Outcome MigrateJob(pid_t pid, const std::vector<GpuPair>& pairs, const ctl::ClientOptions& client) {
+  Outcome out;
+  for (const GpuPair& p : pairs) out.bytes += p.bytes;
+  if (Status st = CheckRoom(pairs); !st.ok()) {
+    out.status = st;
+    out.step = "room on the target";
+    return out;
+  }
+  json jp = json::array();
+  for (const GpuPair& p : pairs) jp.push_back({{"from", p.from.uuid}, {"to", p.to.uuid}});
+  ctl::Response r;
+  if (Status st = AskAgent(pid, "migrate_prepare", {{"pairs", jp}, {"hold_ms", 300000}}, client, &r);
+      !st.ok()) {
+    out.status = st;
+    out.step = "prepare";
+    return out;
+  }
+  Outcome moved = MoveWithDriver(pid, pairs);
+  moved.bytes = out.bytes;
+  // Stranded: the agent keeps the job's threads held until the driver lets
+  // the job run again (its watchdog then reconciles); nothing to finish now.
+  if (moved.stranded) return moved;
+  Status fin = AskAgent(pid, "migrate_finish", json::object(), client, &r);
+  if (moved.status.ok() && !fin.ok()) {
+    moved.status = fin;  // moved, but libvgpu's view may lag until its watchdog
+    moved.step = "finish";
+  }
+  return moved;
+}
+
+}  // namespace vgpu::migrate
