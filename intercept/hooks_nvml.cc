@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "driver/real_driver.h"
+#include "intercept/node_devices.h"
+#include "intercept/nvml_view.h"
 #include "intercept/hooks.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -79,6 +81,28 @@ nvmlReturn_t BuildView() {
   }
   return v.status = NVML_SUCCESS;
 }
+
+}  // namespace
+
+void FollowMigrationInNvmlView() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  NvmlView& v = View();
+  if (v.status != NVML_SUCCESS) return;  // built later, from the moved view
+  const DeviceMap& devices = Runtime::Get().devices();
+  for (size_t i = 0; i < v.handles.size() && static_cast<int>(i) < devices.count(); ++i) {
+    const int node = NodeDevice(devices.ToPhysical(static_cast<int>(i)));
+    nvmlDevice_t h = nullptr;
+    if (REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, static_cast<unsigned>(node), &h) != NVML_SUCCESS) {
+      continue;
+    }
+    // Word-sized stores read by unlocked NVML hooks: a query racing the move
+    // answers for the old or the new GPU, both valid handles.
+    v.handles[i] = h;
+    v.physical[i] = node;
+  }
+}
+
+namespace {
 
 // NVML's init is reference-counted; the view lives while the count is > 0.
 std::atomic<int> g_init_count{0};

@@ -13,6 +13,7 @@
 #include "driver/real_driver.h"
 #include "intercept/compute_share.h"
 #include "intercept/node_devices.h"
+#include "intercept/nvml_view.h"
 #include "intercept/quiesce_gate.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
@@ -34,6 +35,7 @@ std::mutex g_mu;
 bool g_prepared = false;
 uint64_t g_generation = 0;
 std::vector<Move> g_moves;
+bool g_gate_ours = false;  // the prepare closed the gate (the job was running)
 // The UUID of each node device, by index: what the driver's ordinals named
 // before the first migration (ordinal == node device then).
 std::vector<std::string> g_node_uuids;
@@ -103,9 +105,10 @@ nlohmann::json Reconcile() {
     std::string u = DriverUuid(rt.devices().ToPhysical(v));
     if (!u.empty()) rt.mutable_devices().SetUuid(v, u);
   }
+  FollowMigrationInNvmlView();
   g_moves.clear();
   g_prepared = false;
-  residency::OpenGate();
+  if (g_gate_ours) residency::OpenGate();
   return moved;
 }
 
@@ -131,11 +134,10 @@ void Watchdog(uint64_t generation, int64_t hold_ms) {
 Response Prepare(const nlohmann::json& args) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_prepared) return Response::Error(ErrorCode::kBusy, "a migration of this job is in progress");
-  if (residency::CurrentState() != residency::State::kRunning) {
-    return Response::Error(ErrorCode::kBusy, std::string("the job is ") +
-                                                 residency::StateName(residency::CurrentState()) +
-                                                 "; resume it before migrating");
-  }
+  // A suspended or checkpointed job moves too (its contexts; its memory is
+  // off the device and comes back on the target at resume or restore). Its
+  // gate is closed already, by the suspension, and stays so.
+  g_gate_ours = residency::CurrentState() == residency::State::kRunning;
   LearnNodeUuids();
   const nlohmann::json pairs = args.value("pairs", nlohmann::json::array());
   if (!pairs.is_array() || pairs.empty()) return Response::Error(ErrorCode::kInval, "no GPU pairs");
@@ -172,7 +174,7 @@ Response Prepare(const nlohmann::json& args) {
     }
     g_moves.push_back(m);
   }
-  residency::CloseGate();
+  if (g_gate_ours) residency::CloseGate();
   g_prepared = true;
   const uint64_t generation = ++g_generation;
   const int64_t hold_ms = args.value("hold_ms", int64_t{300000});

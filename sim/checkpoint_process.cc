@@ -92,7 +92,10 @@ CUresult Checkpoint(CheckpointChannel* ch) {
   NodeRegion& node = Node();
   ProcessSlot* self = node.self();
   if (self == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
-  const uint32_t mask = self->context_mask.load();
+  uint32_t mask = 0;  // node devices with an active context of the process
+  for (uint32_t ordinals = ActiveContextDevices(); ordinals != 0; ordinals &= ordinals - 1) {
+    mask |= 1u << node.Phys(__builtin_ctz(ordinals));
+  }
   uint64_t ns = 0;
   g_released = Released{};
   for (int p = 0; p < node.device_count(); ++p) {
@@ -129,13 +132,19 @@ CUresult PairTargets(const CheckpointChannel* ch, int* to) {
   bool paired[kMaxDevices] = {}, taken[kMaxDevices] = {};
   for (uint32_t i = 0; i < ch->pair_count; ++i) {
     int from = FindByUuid(ch->pairs[i][0]), dest = FindByUuid(ch->pairs[i][1]);
-    if (from < 0 || dest < 0 || paired[from] || taken[dest]) return CUDA_ERROR_INVALID_VALUE;
+    if (from < 0 || dest < 0 || paired[from] || taken[dest]) {
+      SimLog("cuCheckpointProcessRestore: GPU pair %u names an unknown GPU or one paired twice", i);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     if (!SameChip(Node().physical(from), Node().physical(dest))) return CUDA_ERROR_NOT_SUPPORTED;
     paired[from] = taken[dest] = true;
     to[from] = dest;
   }
   for (int p = 0; p < n; ++p) {
-    if (g_released.used[p] && !paired[p]) return CUDA_ERROR_INVALID_VALUE;  // every GPU listed
+    if (g_released.used[p] && !paired[p]) {  // every checkpointed GPU must be listed
+      SimLog("cuCheckpointProcessRestore: the process used device %d, which no GPU pair names", p);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
   }
   return CUDA_SUCCESS;
 }

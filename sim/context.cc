@@ -133,6 +133,15 @@ bool IsValidContext(CUcontext ctx) {
   return g_contexts->count(c) != 0 && c->active.load();
 }
 
+uint32_t ActiveContextDevices() {
+  std::shared_lock lock(g_ctx_mu);
+  uint32_t mask = 0;
+  for (Context* c : *g_contexts) {
+    if (c->active.load()) mask |= 1u << c->device;
+  }
+  return mask;
+}
+
 bool AllStreamsIdle() {
   std::shared_lock lock(g_ctx_mu);
   for (Context* c : *g_contexts) {

@@ -48,6 +48,10 @@ inline CUresult StickyError(Context* ctx) {
   return static_cast<CUresult>(ctx->sticky_error.load(std::memory_order_relaxed));
 }
 
+// Ordinals with an active context (a primary context retained, or a created
+// one): what a checkpoint counts as the GPUs the process uses.
+uint32_t ActiveContextDevices();
+
 // True when no stream of any context has unfinished work.
 bool AllStreamsIdle();
 

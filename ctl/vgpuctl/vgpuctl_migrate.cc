@@ -95,6 +95,44 @@ int Report(const Options& o, pid_t pid, const migrate::Outcome& m) {
 
 }  // namespace
 
+int MoveBeforeRestore(pid_t pid, int device, const Options& o) {
+  Request req;
+  req.id = 1;
+  req.cmd = "info";
+  Response r;
+  Status st = Call(pid, req, nullptr, &r, {o.run_dir, o.timeout_ms.value_or(kQueryTimeoutMs)});
+  if (st.ok() && !r.ok) return ReportFailure(o, pid, Status::Error(r.code, r.error), true);
+  if (!st.ok()) return ReportFailure(o, pid, st, false);
+  InfoResult info;
+  ParseInfoResult(r.result, &info);
+  // The device whose memory the image holds: the one with a footprint.
+  std::string from;
+  uint64_t footprint = 0;
+  const json devs = r.result.value("devices", json::array());
+  for (size_t i = 0; i < devs.size() && i < info.devices.size(); ++i) {
+    if (devs[i].value("footprint", uint64_t{0}) != 0 || info.devices.size() == 1) {
+      from = info.devices[i].uuid;
+      footprint = devs[i].value("footprint", uint64_t{0});
+    }
+  }
+  driver::NodeGpus node;
+  migrate::GpuPair p;
+  std::vector<driver::GpuMemory> gpus;
+  if (Status s = node.Init(); s.ok()) gpus = node.Read();
+  if (from.empty() || !Resolve(gpus, from, &p.from) || !Resolve(gpus, std::to_string(device), &p.to)) {
+    std::fprintf(stderr, "vgpuctl: restore --device %d: no such GPU, or the job's GPU is unknown\n", device);
+    return kExitUsage;
+  }
+  if (p.from.uuid == p.to.uuid) return kExitOk;
+  p.bytes = footprint;
+  migrate::Outcome m = migrate::MigrateJob(pid, {p}, {o.run_dir, o.timeout_ms.value_or(kQueryTimeoutMs)});
+  if (!m.status.ok()) return Report(o, pid, m);
+  if (!o.quiet && !o.json) {
+    std::printf("moved %d to GPU %d (%s) for the restore\n", pid, p.to.index, p.to.uuid.c_str());
+  }
+  return kExitOk;
+}
+
 int Migrate(const std::vector<std::string>& args) {
   Options o;
   pid_t pid = 0;

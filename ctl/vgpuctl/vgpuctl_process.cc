@@ -338,8 +338,11 @@ int Restore(const std::vector<std::string>& args) {
   Options o;
   pid_t pid = 0;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--from"}, 1, &o, &rc)) return rc;
+  if (!ParseOrUsage(args, {"--from", "--device"}, 1, &o, &rc)) return rc;
   if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  // Onto another GPU: the checkpointed job's contexts move there first (its
+  // memory is not on any device), then the image comes back on the target.
+  if (o.device && (rc = MoveBeforeRestore(pid, *o.device, o)) != kExitOk) return rc;
   RestoreArgs a{o.from};
   Response r;
   if (!Send(pid, "restore", ToJson(a), o, kOperationTimeoutMs, "restore", &r, &rc)) return rc;

@@ -19,8 +19,10 @@ int Checkpoint(const std::vector<std::string>& args);
 int Restore(const std::vector<std::string>& args);
 int Set(const std::vector<std::string>& args);
 int Migrate(const std::vector<std::string>& args);  // vgpuctl_migrate.cc
-
 struct Options;
+// restore --device N: moves the (checkpointed) job to GPU N first; an exit code.
+int MoveBeforeRestore(pid_t pid, int device, const Options& o);  // vgpuctl_migrate.cc
+
 // Shared by the process commands: options and positional count, with the
 // usage message and exit code on error; a process id argument.
 bool ParseOrUsage(const std::vector<std::string>& args, const std::vector<std::string>& allowed,

@@ -1,6 +1,7 @@
 #!/bin/bash
 # End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
+#   residency_test.sh restore_device  checkpoint on device 0, restore --device 1: same checksum
 #   residency_test.sh migrate     vgpuctl migrate of the sample to device 1 and back: same
 #                                 checksum, quota charge and UUID follow; a failed restore
 #                                 onto the target leaves it running
@@ -173,6 +174,29 @@ migrate)
   child=
   got=$(grep '^checksum' "$work/train.out")
   echo "reference $ref, migrated twice $got"
+  [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+restore_device)
+  # vgpuctl restore --device 1: a job checkpointed on device 0 comes back on
+  # device 1 (its contexts move first), with the uninterrupted run's checksum.
+  ref=$("$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
+  child=$!
+  wait_agent $child
+  sleep 0.3
+  ctl info $child --json || fail "info"
+  uuid0=$(grep -o '"uuid":"[^"]*"' "$work/ctl.out" | head -1)
+  ctl checkpoint $child --dir "$work/ckpt" || fail "checkpoint"
+  ctl restore $child --from "$work/ckpt" --device 1 || fail "restore --device 1"
+  cat "$work/ctl.out"
+  grep -q "moved $child to GPU 1" "$work/ctl.out" || fail "the job was not moved"
+  ctl info $child --json || fail "info after"
+  uuid1=$(grep -o '"uuid":"[^"]*"' "$work/ctl.out" | head -1)
+  [ "$uuid0" != "$uuid1" ] || fail "the job's device UUID did not change ($uuid0)"
+  wait $child || { cat "$work/train.out"; fail "training failed after restore"; }
+  child=
+  got=$(grep '^checksum' "$work/train.out")
+  echo "reference $ref, restored onto device 1 $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
   ;;
 cycles)
