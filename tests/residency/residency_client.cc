@@ -16,6 +16,10 @@
 //                      queued (behind a 400 ms sleep) in a second context that
 //                      allocates nothing; prints "ready" right after queueing,
 //                      waits for FILE, exits 0 iff the buffer holds the fill.
+//   twodev FILE        64 MiB on device 0 and on device 1 (one primary context
+//                      each), filled with different patterns; prints "ready",
+//                      waits for FILE, checks both and prints "errors=<n>"
+//                      (exit 0 iff none)
 //   bandwidth MiB      the node's bulk copy bandwidth into page-locked memory
 //                      (the residency bench's reference; run it without
 //                      LD_PRELOAD): MiB bytes each way in cuMemcpyDtoH /
@@ -51,6 +55,31 @@ void Check(CUresult r, const char* what) {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int TwoDevices(const char* stop_file) {
+  constexpr size_t kWords = 16u << 20;  // 64 MiB
+  CUdeviceptr buf[2] = {};
+  CUcontext ctx[2] = {};
+  for (int d = 0; d < 2; ++d) {
+    CU(cuDevicePrimaryCtxRetain(&ctx[d], d));
+    CU(cuCtxSetCurrent(ctx[d]));
+    CU(cuMemAlloc(&buf[d], kWords * 4));
+    CU(cuMemsetD32(buf[d], 0xA0000000u + static_cast<uint32_t>(d), kWords));
+    CU(cuCtxSynchronize());
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  while (access(stop_file, F_OK) != 0) usleep(2000);
+  std::vector<uint32_t> host(kWords);
+  size_t errors = 0;
+  for (int d = 0; d < 2; ++d) {
+    CU(cuCtxSetCurrent(ctx[d]));
+    CU(cuMemcpyDtoH(host.data(), buf[d], kWords * 4));
+    for (uint32_t w : host) errors += w != 0xA0000000u + static_cast<uint32_t>(d);
+  }
+  std::printf("errors=%zu\n", errors);
+  return errors == 0 ? 0 : 1;
 }
 
 int Bandwidth(size_t total) {
@@ -113,6 +142,7 @@ int main(int argc, char** argv) {
   CUcontext ctx = nullptr;
   CU(cuDevicePrimaryCtxRetain(&ctx, dev));
   CU(cuCtxSetCurrent(ctx));
+  if (mode == "twodev" && argc >= 3) return TwoDevices(argv[2]);
   if (mode == "bandwidth" && argc >= 3) return Bandwidth(std::strtoull(argv[2], nullptr, 10) << 20);
   if (mode == "meminfo") {
     size_t free = 0, total = 0;

@@ -1,6 +1,8 @@
 #!/bin/bash
 # End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
+#   residency_test.sh migrate_two     a job on devices 0 and 1 moved onto 2 and 3 (--map)
+#   residency_test.sh migrate_busy    three round trips of a job whose 4 threads work on its memory
 #   residency_test.sh restore_device  checkpoint on device 0, restore --device 1: same checksum
 #   residency_test.sh migrate     vgpuctl migrate of the sample to device 1 and back: same
 #                                 checksum, quota charge and UUID follow; a failed restore
@@ -175,6 +177,40 @@ migrate)
   got=$(grep '^checksum' "$work/train.out")
   echo "reference $ref, migrated twice $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+migrate_two)
+  # A job on devices 0 and 1 remapped onto 2 and 3 (--map), its data intact.
+  export VGPU_SIM_DEVICES=4x1GiB
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" twodev "$work/stop" >"$work/two.out" 2>&1 &
+  child=$!
+  wait_ready "$work/two.out"
+  wait_agent $child
+  ctl migrate $child --map 0:2,1:3 || fail "migrate --map 0:2,1:3"
+  cat "$work/ctl.out"
+  [ "$(grep -c '^migrated' "$work/ctl.out")" = 2 ] || fail "two moves expected"
+  ctl info $child --json || fail "info"
+  "$CLIENT" meminfo >/dev/null  # the node still answers
+  touch "$work/stop"
+  wait $child || { cat "$work/two.out"; fail "data wrong after the remap"; }
+  child=
+  grep -q "errors=0" "$work/two.out" || fail "$(cat "$work/two.out")"
+  ;;
+migrate_busy)
+  # Migrations of a job whose 4 threads copy, memset and verify all along.
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" hold 4 "$work/stop" >"$work/hold.out" 2>&1 &
+  child=$!
+  wait_ready "$work/hold.out"
+  wait_agent $child
+  for i in 1 2 3; do
+    ctl migrate $child --to 1 || fail "migrate to 1 (round $i)"
+    ctl migrate $child --to 0 || fail "migrate to 0 (round $i)"
+  done
+  cat "$work/ctl.out"
+  touch "$work/stop"
+  wait $child || { cat "$work/hold.out"; fail "the busy job saw wrong data"; }
+  child=
+  cat "$work/hold.out"
+  grep -q "errors=0" "$work/hold.out" || fail "$(cat "$work/hold.out")"
   ;;
 restore_device)
   # vgpuctl restore --device 1: a job checkpointed on device 0 comes back on
