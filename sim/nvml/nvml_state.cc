@@ -26,6 +26,8 @@ int g_refcount = 0;                        // under g_init_mu
 std::atomic<bool> g_initialized{false};    // g_refcount > 0, for lock-free checks
 std::atomic<NodeRegion*> g_node{nullptr};  // the node of the current initialization
 std::atomic<unsigned int> g_device_count{0};
+// Bit b of g_peers[a]: devices a and b have a peer path (VGPU_SIM_P2P).
+std::atomic<uint32_t> g_peers[kMaxDevices];
 
 void Log(const std::string& message) {
   std::fprintf(stderr, "vgpu-sim: nvmlInit: %s\n", message.c_str());
@@ -49,6 +51,11 @@ NodeRegion* AttachOrCreate(nvmlReturn_t* result) {
     Log(error);
     *result = NVML_ERROR_UNKNOWN;
     return nullptr;
+  }
+  for (auto& p : g_peers) p.store(0, std::memory_order_relaxed);
+  for (const auto& [a, b] : config.p2p) {
+    g_peers[a].fetch_or(1u << b, std::memory_order_relaxed);
+    g_peers[b].fetch_or(1u << a, std::memory_order_relaxed);
   }
   std::string attach_error;
   if (NodeRegion* node = NodeRegion::Attach(config.node_name, &attach_error)) return node;
@@ -109,6 +116,18 @@ NodeRegion* Node() { return g_node.load(std::memory_order_acquire); }
 unsigned int DeviceCount() { return g_device_count.load(std::memory_order_relaxed); }
 
 nvmlDevice_t Handle(unsigned int index) { return &g_devices[index]; }
+
+bool PeerLinked(int a, int b) {
+  if (a < 0 || b < 0 || a >= kMaxDevices || b >= kMaxDevices || a == b) return false;
+  return (g_peers[a].load(std::memory_order_relaxed) >> b) & 1u;
+}
+
+bool HasPeer(int d) {
+  if (d < 0 || d >= kMaxDevices) return false;
+  // Only peers that exist on this node count.
+  uint32_t present = DeviceCount() >= 32 ? ~0u : (1u << DeviceCount()) - 1;
+  return (g_peers[d].load(std::memory_order_relaxed) & present) != 0;
+}
 
 nvmlReturn_t CheckInit() {
   return g_initialized.load(std::memory_order_acquire) ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;

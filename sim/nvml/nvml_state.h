@@ -2,8 +2,8 @@
 // initialization, the simulated node it reads, and the device handles.
 #pragma once
 
-#include "sim/node_region.h"
 #include "driver/nvml_abi.h"
+#include "sim/node_region.h"
 
 // What an nvmlDevice_t points to: an entry of a static per-process table, so
 // that handles stay valid across nvmlShutdown/nvmlInit and can be validated.
@@ -24,6 +24,13 @@ nvmlReturn_t Shutdown();
 NodeRegion* Node();
 unsigned int DeviceCount();
 nvmlDevice_t Handle(unsigned int index);
+
+// Whether devices a and b have a peer path (NVLink in NVML's terms): the
+// pairs of VGPU_SIM_P2P as this process read it at nvmlInit, the same
+// variable the simulated libcuda answers cuDeviceCanAccessPeer from.
+bool PeerLinked(int a, int b);
+// Whether device d has any peer.
+bool HasPeer(int d);
 
 // NVML_SUCCESS with the device index of `device`; NVML_ERROR_UNINITIALIZED
 // before nvmlInit; NVML_ERROR_INVALID_ARGUMENT for anything but a handle this
