@@ -59,13 +59,13 @@ void Fill(const ProcessUse& p, nvmlProcessInfo_v2_t* info) {
 // NVML_ERROR_INSUFFICIENT_SIZE with the count; no process at all succeeds.
 template <typename Info>
 nvmlReturn_t ListProcesses(nvmlDevice_t device, unsigned int* infoCount, Info* infos,
-                           bool graphics) {
+                           bool graphics_or_mps) {
   int d = 0;
   if (nvmlReturn_t r = Resolve(device, &d); r != NVML_SUCCESS) return r;
   if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   ProcessUse found[kMaxProcesses];
-  // The simulated devices run compute work only.
-  unsigned int n = graphics ? 0 : ComputeProcesses(d, found);
+  // The simulated devices run compute work only, and no MPS server.
+  unsigned int n = graphics_or_mps ? 0 : ComputeProcesses(d, found);
   if (*infoCount < n) {
     *infoCount = n;
     return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -176,5 +176,25 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device,
                                                                unsigned int* infoCount,
                                                                nvmlProcessInfo_v1_t* infos) {
+  return ListProcesses(device, infoCount, infos, true);
+}
+
+// No MPS server runs on the simulated node (its devices time-share contexts
+// without one), so nvidia-smi's MPS query finds nobody.
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                    unsigned int* infoCount,
+                                                                    nvmlProcessInfo_t* infos) {
+  return ListProcesses(device, infoCount, infos, true);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                    unsigned int* infoCount,
+                                                                    nvmlProcessInfo_v2_t* infos) {
+  return ListProcesses(device, infoCount, infos, true);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
+                                                                 unsigned int* infoCount,
+                                                                 nvmlProcessInfo_v1_t* infos) {
   return ListProcesses(device, infoCount, infos, true);
 }

@@ -311,9 +311,9 @@ TEST_F(NvmlTest, CallsAfterShutdownAreUninitialized) {
 using UintQuery = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
 using UintArgQuery = nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned*);
 using StringQuery = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);
-constexpr unsigned kTempGpu = 0;                         // NVML_TEMPERATURE_GPU
-constexpr unsigned kClockSm = 1, kClockMem = 2;          // nvmlClockType_t
-constexpr unsigned kP2pRead = 0, kP2pNvlink = 2;         // nvmlGpuP2PCapsIndex_t
+constexpr unsigned kTempGpu = 0;                  // NVML_TEMPERATURE_GPU
+constexpr unsigned kClockSm = 1, kClockMem = 2;   // nvmlClockType_t
+constexpr unsigned kP2pRead = 0, kP2pNvlink = 2;  // nvmlGpuP2PCapsIndex_t
 constexpr unsigned kP2pOk = 0, kP2pChipsetNotSupported = 1, kP2pNotSupported = 5;
 constexpr unsigned kTopologyInternal = 0, kTopologySingle = 10, kTopologySystem = 50;
 constexpr unsigned kFieldEccCurrent = 1, kFieldMemoryTemp = 82, kFieldTotalEnergy = 83;
@@ -377,8 +377,7 @@ TEST_F(NvmlTest, SensorAndBoardReadingsArePlausible) {
       {"memory clock MHz", with("nvmlDeviceGetClockInfo", kClockMem), 1, 30000, false},
       {"max SM clock MHz", with("nvmlDeviceGetMaxClockInfo", kClockSm), 1, 5000, false},
       {"max memory clock MHz", with("nvmlDeviceGetMaxClockInfo", kClockMem), 1, 30000, false},
-      {"application SM clock MHz", with("nvmlDeviceGetApplicationsClock", kClockSm), 1, 5000,
-       true},
+      {"application SM clock MHz", with("nvmlDeviceGetApplicationsClock", kClockSm), 1, 5000, true},
       {"performance state", plain("nvmlDeviceGetPerformanceState"), 0, 32, false},
       {"persistence mode", plain("nvmlDeviceGetPersistenceMode"), 0, 1, false},
       {"ECC mode", pair_first("nvmlDeviceGetEccMode"), 0, 1, true},
@@ -500,7 +499,8 @@ TEST_F(NvmlTest, TopologyAgreesWithCanAccessPeer) {
       "nvmlDeviceGetP2PStatus");
   unsigned status = 99;
   ASSERT_EQ(p2p(handle_, h1, kP2pRead, &status), NVML_SUCCESS);
-  EXPECT_EQ(status == kP2pOk, can == 1) << "P2P read status " << status << ", CanAccessPeer " << can;
+  EXPECT_EQ(status == kP2pOk, can == 1)
+      << "P2P read status " << status << ", CanAccessPeer " << can;
   unsigned level = 99;
   ASSERT_EQ(nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, nvmlDevice_t, unsigned*)>(
                 "nvmlDeviceGetTopologyCommonAncestor")(handle_, h1, &level),
@@ -510,8 +510,8 @@ TEST_F(NvmlTest, TopologyAgreesWithCanAccessPeer) {
 }
 
 TEST_F(NvmlTest, FieldValuesAnswerPerField) {
-  auto get = nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>(
-      "nvmlDeviceGetFieldValues");
+  auto get =
+      nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>("nvmlDeviceGetFieldValues");
   ASSERT_NE(get, nullptr);
   nvmlFieldValue_t v[5] = {};
   v[0].fieldId = kFieldTotalEnergy;
@@ -539,8 +539,8 @@ TEST_F(NvmlTest, EventSetWaitTimesOut) {
       "nvmlDeviceGetSupportedEventTypes");
   auto reg = nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t)>(
       "nvmlDeviceRegisterEvents");
-  auto wait = nvml_.Fn<nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned)>(
-      "nvmlEventSetWait_v2");
+  auto wait =
+      nvml_.Fn<nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned)>("nvmlEventSetWait_v2");
   ASSERT_TRUE(nvml_.missing.empty()) << "missing:" << nvml_.missing;
   nvmlEventSet_t set = nullptr;
   ASSERT_EQ(create(&set), NVML_SUCCESS);
@@ -623,7 +623,8 @@ TEST_F(SimNvmlModel, TemperaturePowerClocksAndEnergyFollowTheEngine) {
   EXPECT_EQ(UintArg("nvmlDeviceGetClockInfo", kClockSm), 1980u);
   ASSERT_CU_OK(cuCtxSynchronize());
   const unsigned long long e1 = Energy();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // 1.5 s of kernels at 700 W, the rest at 70 W: the integral of the power.
   const double expected_mj = 70.0 * seconds * 1000 + (700.0 - 70.0) * 1.5 * 1000;
   std::printf("energy %llu mJ over %.2f s, expected ~%.0f\n", e1 - e0, seconds, expected_mj);
@@ -648,7 +649,8 @@ TEST_F(SimNvmlModel, ConstantsOfTheDefaultBoard) {
   unsigned speed = 0, cur = 9, pending = 9;
   EXPECT_EQ(nvml_.Fn<UintQuery>("nvmlDeviceGetFanSpeed")(handle_, &speed), NVML_ERROR_NOT_SUPPORTED)
       << "an SXM module has no fan of its own";
-  auto pair = nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
+  auto pair =
+      nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
   ASSERT_EQ(pair(handle_, &cur, &pending), NVML_SUCCESS);
   EXPECT_EQ(cur, 0u);
   EXPECT_EQ(pending, 0u);
@@ -677,6 +679,13 @@ TEST_F(SimNvmlModel, ConstantsOfTheDefaultBoard) {
   EXPECT_EQ(f[0].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(f[1].nvmlReturn, NVML_SUCCESS);
   EXPECT_EQ(f[1].valueType, 1u) << "unsigned int";
+  // No MPS server: this process is a compute process, not an MPS client.
+  unsigned count = 4;
+  nvmlProcessInfo_t infos[4];
+  ASSERT_EQ(nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*)>(
+                "nvmlDeviceGetMPSComputeRunningProcesses_v3")(handle_, &count, infos),
+            NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
 }
 
 // P2P, NVLink and the common ancestor follow VGPU_SIM_P2P (read at nvmlInit,
@@ -694,8 +703,8 @@ TEST_F(SimNvmlModel, P2pAndTopologyFollowVgpuSimP2p) {
       "nvmlDeviceGetTopologyCommonAncestor");
   auto link_state =
       nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned*)>("nvmlDeviceGetNvLinkState");
-  auto fields = nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>(
-      "nvmlDeviceGetFieldValues");
+  auto fields =
+      nvml_.Fn<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>("nvmlDeviceGetFieldValues");
   struct Expected {
     const char* p2p_env;
     unsigned read, nvlink, level;
@@ -704,8 +713,8 @@ TEST_F(SimNvmlModel, P2pAndTopologyFollowVgpuSimP2p) {
   };
   const Expected table[] = {
       {"0-1", kP2pOk, kP2pOk, kTopologySingle, NVML_SUCCESS, 18},
-      {"none", kP2pChipsetNotSupported, kP2pNotSupported, kTopologySystem,
-       NVML_ERROR_NOT_SUPPORTED, 0},
+      {"none", kP2pChipsetNotSupported, kP2pNotSupported, kTopologySystem, NVML_ERROR_NOT_SUPPORTED,
+       0},
   };
   const std::string saved = getenv("VGPU_SIM_P2P") != nullptr ? getenv("VGPU_SIM_P2P") : "none";
   for (const Expected& e : table) {
