@@ -211,6 +211,20 @@ unsigned int SmClockMhz(int d) {
   return Busy(d) > 0.0 ? p.max_sm_mhz : p.idle_sm_mhz;
 }
 
+unsigned int NvlinkCount(int d) {
+  if (!HasPeer(d)) return 0;
+  switch (Profile(Node()->device(d)).nvlink_version) {
+    case 0:
+      return 0;
+    case 2:
+      return 6;
+    case 3:
+      return 12;
+    default:
+      return NVML_NVLINK_MAX_LINKS;
+  }
+}
+
 unsigned int MemClockMhz(const DeviceState& d) {
   const BoardProfile& p = Profile(d);
   double mhz =

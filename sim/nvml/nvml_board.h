@@ -45,6 +45,10 @@ unsigned long long EnergyMj(int d);
 // SM (= graphics) clock: the maximum while the engine worked in the last
 // second (GPU Boost), the idle clock otherwise.
 unsigned int SmClockMhz(int d);
+// NVLinks of device d: all of its board's (Volta 6, Ampere 12, Hopper and
+// Blackwell 18) when VGPU_SIM_P2P gives it a peer and the board has NVLink;
+// else 0.
+unsigned int NvlinkCount(int d);
 // Memory clock from the configured bandwidth and the board's bus width
 // (double data rate): 3350 GB/s on 5120 bits is 2617 MHz, an H100's 2619.
 unsigned int MemClockMhz(const DeviceState& d);

@@ -61,15 +61,9 @@ void ReadField(int d, nvmlFieldValue_t* v) {
     case NVML_FI_DEV_ENERGY:
       SetUll(v, EnergyMj(d));
       break;
-    case NVML_FI_DEV_NVLINK_LINK_COUNT: {
-      // As nvmlDeviceGetNvLinkState: links only where VGPU_SIM_P2P gives a peer.
-      unsigned int links = 0;
-      if (HasPeer(d) && p.nvlink_version > 0) {
-        links = p.nvlink_version == 2 ? 6 : p.nvlink_version == 3 ? 12 : NVML_NVLINK_MAX_LINKS;
-      }
-      SetUint(v, links);
+    case NVML_FI_DEV_NVLINK_LINK_COUNT:
+      SetUint(v, NvlinkCount(d));  // as nvmlDeviceGetNvLinkState
       break;
-    }
     case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
     case NVML_FI_DEV_REMAPPED_COR:
     case NVML_FI_DEV_REMAPPED_UNC:

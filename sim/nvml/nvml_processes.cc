@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "sim/node_region.h"
 #include "driver/nvml_abi.h"
+#include "sim/node_region.h"
 #include "sim/nvml/nvml_state.h"
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))

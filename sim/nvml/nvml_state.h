@@ -25,8 +25,8 @@ NodeRegion* Node();
 unsigned int DeviceCount();
 nvmlDevice_t Handle(unsigned int index);
 
-// Whether devices a and b have a peer path (NVLink in NVML's terms): the
-// pairs of VGPU_SIM_P2P as this process read it at nvmlInit, the same
+// Whether devices a and b have a peer path (P2P; NVLink where the board has
+// it): the pairs of VGPU_SIM_P2P as this process read it at nvmlInit, the same
 // variable the simulated libcuda answers cuDeviceCanAccessPeer from.
 bool PeerLinked(int a, int b);
 // Whether device d has any peer.

@@ -27,23 +27,6 @@ namespace {
 
 constexpr unsigned int kBitsPerWord = 8 * sizeof(unsigned long);
 
-unsigned int NvlinkVersion(int d) { return Profile(Node()->device(d)).nvlink_version; }
-
-// Links per GPU: Volta 6, Ampere 12, Hopper and Blackwell 18.
-unsigned int NvlinkCount(int d) {
-  if (!HasPeer(d)) return 0;
-  switch (NvlinkVersion(d)) {
-    case 0:
-      return 0;
-    case 2:
-      return 6;
-    case 3:
-      return 12;
-    default:
-      return NVML_NVLINK_MAX_LINKS;
-  }
-}
-
 nvmlGpuTopologyLevel_t Ancestor(int a, int b) {
   if (a == b) return NVML_TOPOLOGY_INTERNAL;
   return PeerLinked(a, b) ? NVML_TOPOLOGY_SINGLE : NVML_TOPOLOGY_SYSTEM;
@@ -110,7 +93,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigne
   unsigned int links = nv::NvlinkCount(d);
   if (links == 0) return NVML_ERROR_NOT_SUPPORTED;
   if (link >= links) return NVML_ERROR_INVALID_ARGUMENT;
-  *version = nv::NvlinkVersion(d);
+  *version = nv::Profile(nv::Node()->device(d)).nvlink_version;
   return NVML_SUCCESS;
 }
 

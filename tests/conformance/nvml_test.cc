@@ -738,7 +738,14 @@ TEST_F(SimNvmlModel, P2pAndTopologyFollowVgpuSimP2p) {
     EXPECT_EQ(f.value.uiVal, e.link_count);
   }
   setenv("VGPU_SIM_P2P", saved.c_str(), 1);
-  EXPECT_EQ(link_state(h0, 18, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(nvml_.Shutdown(), NVML_SUCCESS);
+  ASSERT_EQ(nvml_.Init(), NVML_SUCCESS);
+  unsigned active = 9;
+  if (saved == "0-1") {
+    EXPECT_EQ(link_state(h0, 17, &active), NVML_SUCCESS) << "an H100 SXM has 18 links";
+    EXPECT_EQ(link_state(h0, 18, &active), NVML_ERROR_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(link_state(h0, 0, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
 }  // namespace
