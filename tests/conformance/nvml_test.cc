@@ -421,8 +421,12 @@ TEST_F(NvmlTest, SensorAndBoardReadingsArePlausible) {
   ASSERT_CU_OK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
   unsigned arch = 0;
   ASSERT_EQ(plain("nvmlDeviceGetArchitecture")(handle_, &arch), NVML_SUCCESS);
-  if (major == 9) EXPECT_EQ(arch, 9u) << "Hopper";
-  if (major == 8 && minor == 0) EXPECT_EQ(arch, 7u) << "Ampere";
+  if (major == 9) {
+    EXPECT_EQ(arch, 9u) << "Hopper";
+  }
+  if (major == 8 && minor == 0) {
+    EXPECT_EQ(arch, 7u) << "Ampere";
+  }
   EXPECT_EQ(plain("nvmlDeviceGetPowerUsage")(handle_, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
@@ -482,7 +486,9 @@ TEST_F(NvmlTest, TopologyAgreesWithCanAccessPeer) {
   unsigned active = 7;
   nvmlReturn_t r = link_state(handle_, 0, &active);
   EXPECT_TRUE(r == NVML_SUCCESS || r == NVML_ERROR_NOT_SUPPORTED) << r;
-  if (r == NVML_SUCCESS) EXPECT_LE(active, 1u);
+  if (r == NVML_SUCCESS) {
+    EXPECT_LE(active, 1u);
+  }
 
   int cuda_n = 0;
   ASSERT_CU_OK(cuDeviceGetCount(&cuda_n));
@@ -524,9 +530,15 @@ TEST_F(NvmlTest, FieldValuesAnswerPerField) {
   EXPECT_EQ(v[0].nvmlReturn, NVML_SUCCESS);
   EXPECT_GT(v[0].value.ullVal, 0u);
   EXPECT_GT(v[0].timestamp, 1'600'000'000'000'000ll) << "microseconds since the epoch";
-  if (v[1].nvmlReturn == NVML_SUCCESS) EXPECT_GT(v[1].value.uiVal, 0u);
-  if (v[2].nvmlReturn == NVML_SUCCESS) EXPECT_LE(v[2].value.uiVal, 120u);
-  if (v[3].nvmlReturn == NVML_SUCCESS) EXPECT_LE(v[3].value.uiVal, 1u);
+  if (v[1].nvmlReturn == NVML_SUCCESS) {
+    EXPECT_GT(v[1].value.uiVal, 0u);
+  }
+  if (v[2].nvmlReturn == NVML_SUCCESS) {
+    EXPECT_LE(v[2].value.uiVal, 120u);
+  }
+  if (v[3].nvmlReturn == NVML_SUCCESS) {
+    EXPECT_LE(v[3].value.uiVal, 1u);
+  }
   EXPECT_NE(v[4].nvmlReturn, NVML_SUCCESS) << "an unknown field has its own error";
   EXPECT_EQ(get(handle_, 1, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
@@ -548,7 +560,9 @@ TEST_F(NvmlTest, EventSetWaitTimesOut) {
   ASSERT_EQ(supported(handle_, &types), NVML_SUCCESS);
   // P-state changes: the device stays busy-free here, so none should come.
   unsigned long long want = types & kEventPState;
-  if (want != 0) ASSERT_EQ(reg(handle_, want, set), NVML_SUCCESS);
+  if (want != 0) {
+    ASSERT_EQ(reg(handle_, want, set), NVML_SUCCESS);
+  }
   EXPECT_NE(types & kEventXid, 0u) << "Xid errors are reported on every data-center board";
   nvmlEventData_t data{};
   auto t0 = std::chrono::steady_clock::now();
