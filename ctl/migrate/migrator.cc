@@ -59,10 +59,13 @@ Outcome MoveWithDriver(pid_t pid, const std::vector<GpuPair>& pairs) {
   if (CUresult r = TABLE_CALL(cu, cuInit, 0); r != CUDA_SUCCESS) return fail("cuInit", r);
   CUcheckpointLockArgs lock{};
   lock.timeoutMs = kLockTimeoutMs;
-  const double t0 = NowMs();
+  const double asked = NowMs();
   if (CUresult r = TABLE_CALL(cu, cuCheckpointProcessLock, pid, &lock); r != CUDA_SUCCESS) {
     return fail("lock", r);
   }
+  // The job stops here: until the lock returns, its queued work still ran.
+  const double t0 = NowMs();
+  out.lock_wait_ms = t0 - asked;
   if (CUresult r = TABLE_CALL(cu, cuCheckpointProcessCheckpoint, pid, nullptr); r != CUDA_SUCCESS) {
     TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
     return fail("checkpoint", r);

@@ -30,7 +30,8 @@ struct Outcome {
   Status status = Status::Ok();  // ok: moved
   bool stranded = false;         // left CHECKPOINTED (see above)
   std::string step;              // the step that failed
-  double stopped_ms = 0;         // lock to unlock: the job's downtime
+  double stopped_ms = 0;         // locked to unlocked: the job's downtime
+  double lock_wait_ms = 0;       // the lock waiting for the job's queued work
   uint64_t bytes = 0;
 };
 

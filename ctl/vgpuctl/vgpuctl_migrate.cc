@@ -180,7 +180,8 @@ int Migrate(const std::vector<std::string>& args) {
   }
   if (o.json) {
     std::printf("%s\n",
-                json({{"pid", pid}, {"ok", true}, {"stopped_ms", m.stopped_ms}, {"pairs", jp}}).dump().c_str());
+                json({{"pid", pid}, {"ok", true}, {"stopped_ms", m.stopped_ms},
+                      {"lock_wait_ms", m.lock_wait_ms}, {"pairs", jp}}).dump().c_str());
   } else {
     PrintMoved(pid, pairs, m.stopped_ms);
   }
