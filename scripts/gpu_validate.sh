@@ -10,9 +10,11 @@
 #   scripts/gpu_validate.sh pack DIR   copy what the run needs out of build/
 #                                      (stripped, same absolute paths under
 #                                      DIR/build) for a machine without a build
-#   scripts/gpu_validate.sh run [conformance]
+#   scripts/gpu_validate.sh run [conformance|migrate]
 #                                      run the checks (build/ must hold them;
-#                                      "conformance": the first part only)
+#                                      "conformance": the first part only;
+#                                      "migrate": it and vgpuctl migrate of a
+#                                      live torch job onto the same GPU)
 # VGPU_DRIVER_DIR names the directory of the real libcuda.so.1 (default: from
 # ldconfig); TAR_TO=FILE.tgz packs the logs at the end. VGPU_GPU_SKIP_TORCH=1 leaves PyTorch out (to try the script on
 # the simulator: VGPU_DRIVER_DIR=build/lib/vgpu/sim).
@@ -137,6 +139,29 @@ torch_residency() {
   return $rc
 }
 
+# vgpuctl migrate of a live torch job onto the same GPU (the one GPU of a
+# lent machine): libvgpu's prepare/finish around the driver's lock,
+# checkpoint, restore with a GPU pair and unlock, on a real r580+ driver.
+torch_migrate() {
+  local run=/tmp/vgpu-gpu-mig stop=/tmp/vgpu-gpu-mig-stop log=$OUT/migrate_hold.out pid rc=0 i
+  rm -rf "$run" "$stop" && mkdir -p "$run" && chmod 700 "$run"
+  export VGPU_RUN_DIR=$run
+  LD_PRELOAD="$B/lib/libvgpu.so" python3 "$ROOT/tests/gpu/torch_check.py" hold 4096 "$stop" \
+    > "$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do grep -q ready "$log" && break; sleep 0.1; done
+  grep ready "$log" || { cat "$log"; return 1; }
+  for i in 1 2; do
+    timed "migrate$i" "$B/bin/vgpuctl" migrate "$pid" --to 0 --json || rc=1
+    echo "after migrate $i: $(smi_used $pid)"
+    sleep 1
+  done
+  touch "$stop"
+  wait "$pid" || rc=1
+  cat "$log"
+  return $rc
+}
+
 benches() {
   step gpu.bench_interposer 120 "$B/bin/vgpu_bench_interposer" --libcuda "$DRV/libcuda.so.1" \
     --module "$CONF/conformance_kernels.cubin" --kernel conf_sleep_ns --batches 300 \
@@ -156,6 +181,13 @@ run() {
   echo "date: $(date -u +%FT%TZ)  driver dir: $DRV"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 2
   conformance
+  if [ "${1:-}" = migrate ]; then
+    export -f torch_migrate smi_used timed ms_since
+    export B ROOT OUT
+    step gpu.torch_migrate_same_gpu 120 bash -c torch_migrate
+    cat "$OUT/gpu.torch_migrate_same_gpu.log"
+    ONLY_CONFORMANCE=1
+  fi
   if [ -z "${ONLY_CONFORMANCE:-}" ]; then
     [ "${VGPU_GPU_SKIP_TORCH:-0}" = 1 ] || torch_checks
     benches
