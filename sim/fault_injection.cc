@@ -56,11 +56,14 @@ bool ConfigureFaults(const std::string& spec, std::string* error) {
 
 bool FaultsConfigured() { return g_configured.load(std::memory_order_acquire); }
 
+// Every item of the name counts every call, so that "f:1:2,f:2:2" fails the
+// first two calls (an early return left the second item a call behind).
 CUresult InjectedFault(const char* name) {
+  CUresult r = CUDA_SUCCESS;
   for (Fault* f : *g_faults) {
-    if (f->name == name && f->calls.fetch_add(1) + 1 == f->nth) return f->code;
+    if (f->name == name && f->calls.fetch_add(1) + 1 == f->nth && r == CUDA_SUCCESS) r = f->code;
   }
-  return CUDA_SUCCESS;
+  return r;
 }
 
 }  // namespace vgpu::sim

@@ -45,8 +45,51 @@ std::string CuText(CUresult r) {
   }
 }
 
+// Unlock, asked again if it fails: a job must not stay locked for want of a
+// second try.
+CUresult Unlock(const driver::RealCuda& cu, pid_t pid) {
+  CUresult r = CUDA_ERROR_UNKNOWN;
+  for (int attempt = 0; attempt < 3 && r != CUDA_SUCCESS; ++attempt) {
+    r = TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
+    if (r == CUDA_ERROR_ILLEGAL_STATE) return CUDA_SUCCESS;  // not locked (any more)
+  }
+  return r;
+}
+
+std::vector<CUcheckpointGpuPair> DriverPairs(const std::vector<GpuPair>& pairs) {
+  std::vector<CUcheckpointGpuPair> dp(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    ParseUuid(pairs[i].from.uuid, reinterpret_cast<unsigned char*>(dp[i].oldUuid.bytes));
+    ParseUuid(pairs[i].to.uuid, reinterpret_cast<unsigned char*>(dp[i].newUuid.bytes));
+  }
+  return dp;
+}
+
+// Restores a CHECKPOINTED job onto the pairs' targets (or where it was, if
+// that fails) and unlocks it; *stranded when neither restore worked.
+CUresult RestoreAndUnlock(const driver::RealCuda& cu, pid_t pid, const std::vector<GpuPair>& pairs,
+                          bool* stranded, std::string* step) {
+  std::vector<CUcheckpointGpuPair> dp = DriverPairs(pairs);
+  CUcheckpointRestoreArgs args{};
+  args.gpuPairs = dp.data();
+  args.gpuPairsCount = static_cast<unsigned>(dp.size());
+  CUresult restored = TABLE_CALL(cu, cuCheckpointProcessRestore, pid, &args);
+  if (restored != CUDA_SUCCESS &&
+      TABLE_CALL(cu, cuCheckpointProcessRestore, pid, nullptr) != CUDA_SUCCESS) {
+    *stranded = true;
+    *step = "restore onto the target";
+    return restored;
+  }
+  CUresult unlocked = Unlock(cu, pid);
+  if (restored != CUDA_SUCCESS) return *step = "restore onto the target", restored;
+  if (unlocked != CUDA_SUCCESS) return *step = "unlock", unlocked;
+  return CUDA_SUCCESS;
+}
+
 // The driver half. After a failed restore onto the targets the job goes back
-// where it was (restore without pairs), so it never runs half-moved.
+// where it was (restore without pairs), so it never runs half-moved. A job
+// already CHECKPOINTED (a migration that could restore it nowhere) is only
+// restored onto the targets and unlocked: that finishes its recovery.
 Outcome MoveWithDriver(pid_t pid, const std::vector<GpuPair>& pairs) {
   Outcome out;
   const driver::RealCuda& cu = driver::Cuda();
@@ -57,6 +100,14 @@ Outcome MoveWithDriver(pid_t pid, const std::vector<GpuPair>& pairs) {
   };
   if (cu.handle == nullptr) return fail("loading libcuda.so.1", CUDA_ERROR_NOT_FOUND);
   if (CUresult r = TABLE_CALL(cu, cuInit, 0); r != CUDA_SUCCESS) return fail("cuInit", r);
+  CUprocessState state = CU_PROCESS_STATE_RUNNING;
+  TABLE_CALL(cu, cuCheckpointProcessGetState, pid, &state);
+  if (state == CU_PROCESS_STATE_CHECKPOINTED) {
+    const double t0 = NowMs();
+    CUresult r = RestoreAndUnlock(cu, pid, pairs, &out.stranded, &out.step);
+    out.stopped_ms = NowMs() - t0;
+    return r == CUDA_SUCCESS ? out : fail(out.step, r);
+  }
   CUcheckpointLockArgs lock{};
   lock.timeoutMs = kLockTimeoutMs;
   const double asked = NowMs();
@@ -67,28 +118,19 @@ Outcome MoveWithDriver(pid_t pid, const std::vector<GpuPair>& pairs) {
   const double t0 = NowMs();
   out.lock_wait_ms = t0 - asked;
   if (CUresult r = TABLE_CALL(cu, cuCheckpointProcessCheckpoint, pid, nullptr); r != CUDA_SUCCESS) {
-    TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
+    Unlock(cu, pid);
     return fail("checkpoint", r);
   }
-  std::vector<CUcheckpointGpuPair> dp(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    ParseUuid(pairs[i].from.uuid, reinterpret_cast<unsigned char*>(dp[i].oldUuid.bytes));
-    ParseUuid(pairs[i].to.uuid, reinterpret_cast<unsigned char*>(dp[i].newUuid.bytes));
-  }
-  CUcheckpointRestoreArgs args{};
-  args.gpuPairs = dp.data();
-  args.gpuPairsCount = static_cast<unsigned>(dp.size());
-  CUresult restored = TABLE_CALL(cu, cuCheckpointProcessRestore, pid, &args);
-  if (restored != CUDA_SUCCESS &&
-      TABLE_CALL(cu, cuCheckpointProcessRestore, pid, nullptr) != CUDA_SUCCESS) {
-    out.stranded = true;
-    return fail("restore onto the target", restored);
-  }
-  CUresult unlocked = TABLE_CALL(cu, cuCheckpointProcessUnlock, pid, nullptr);
+  CUresult r = RestoreAndUnlock(cu, pid, pairs, &out.stranded, &out.step);
   out.stopped_ms = NowMs() - t0;
-  if (restored != CUDA_SUCCESS) return fail("restore onto the target", restored);
-  if (unlocked != CUDA_SUCCESS) return fail("unlock", unlocked);
-  return out;
+  return r == CUDA_SUCCESS ? out : fail(out.step, r);
+}
+
+bool DriverSays(pid_t pid, CUprocessState want) {
+  const driver::RealCuda& cu = driver::Cuda();
+  CUprocessState st = CU_PROCESS_STATE_RUNNING;
+  return cu.handle != nullptr && TABLE_CALL(cu, cuInit, 0) == CUDA_SUCCESS &&
+         TABLE_CALL(cu, cuCheckpointProcessGetState, pid, &st) == CUDA_SUCCESS && st == want;
 }
 
 }  // namespace
@@ -130,9 +172,11 @@ Outcome MigrateJob(pid_t pid, const std::vector<GpuPair>& pairs, const ctl::Clie
   json jp = json::array();
   for (const GpuPair& p : pairs) jp.push_back({{"from", p.from.uuid}, {"to", p.to.uuid}});
   ctl::Response r;
-  if (Status st = AskAgent(pid, "migrate_prepare", {{"pairs", jp}, {"hold_ms", 300000}}, client, &r);
-      !st.ok()) {
-    out.status = st;
+  Status prep = AskAgent(pid, "migrate_prepare", {{"pairs", jp}, {"hold_ms", 300000}}, client, &r);
+  // EBUSY "in progress" from a job an earlier migration left CHECKPOINTED:
+  // the driver step below recovers it (restore onto the targets, unlock).
+  if (!prep.ok() && !(prep.code == ErrorCode::kBusy && DriverSays(pid, CU_PROCESS_STATE_CHECKPOINTED))) {
+    out.status = prep;
     out.step = "prepare";
     return out;
   }

@@ -77,11 +77,8 @@ int Report(const Options& o, pid_t pid, const migrate::Outcome& m) {
   if (m.stranded) {
     std::fprintf(stderr,
                  "vgpuctl: migrate: %s; the job could not be restored where it was either. It is "
-                 "CHECKPOINTED, its data intact in its own memory, its threads held. Free room on "
-                 "a GPU, then restore and unlock it with the driver's checkpoint API "
-                 "(cuCheckpointProcessRestore and cuCheckpointProcessUnlock on pid %d, e.g. "
-                 "cuda-checkpoint --action restore, then --action unlock): its agent then lets it "
-                 "run\n",
+                 "CHECKPOINTED, its data intact in its own memory, its threads held. Once a GPU "
+                 "has room for it, finish its recovery with: vgpuctl migrate %d --to DEVICE\n",
                  m.status.message.c_str(), pid);
     return kExitFailed;
   }

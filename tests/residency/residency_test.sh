@@ -1,6 +1,7 @@
 #!/bin/bash
 # End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
+#   residency_test.sh migrate_faults  a fault at each driver step; a stranded job recovered
 #   residency_test.sh migrate_two     a job on devices 0 and 1 moved onto 2 and 3 (--map)
 #   residency_test.sh migrate_busy    three round trips of a job whose 4 threads work on its memory
 #   residency_test.sh restore_device  checkpoint on device 0, restore --device 1: same checksum
@@ -176,6 +177,35 @@ migrate)
   child=
   got=$(grep '^checksum' "$work/train.out")
   echo "reference $ref, migrated twice $got"
+  [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+migrate_faults)
+  # A fault injected into vgpuctl's driver call at each step of a migration.
+  ref=$("$TRAIN" --steps 300 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 300 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
+  child=$!
+  wait_agent $child
+  sleep 0.2
+  for f in cuCheckpointProcessLock:1:600 cuCheckpointProcessCheckpoint:1:999; do
+    VGPU_SIM_FAULTS=$f "$VGPUCTL" migrate $child --to 1 >"$work/f.out" 2>&1 && fail "$f: reported success"
+    grep -q "runs where it was" "$work/f.out" || fail "$f: $(cat "$work/f.out")"
+  done
+  # The first unlock fails: asked again, the move succeeds.
+  VGPU_SIM_FAULTS=cuCheckpointProcessUnlock:1:999 "$VGPUCTL" migrate $child --to 1 >"$work/f.out" 2>&1 ||
+    fail "a failed unlock was not retried: $(cat "$work/f.out")"
+  # Both restores fail: the job is left CHECKPOINTED, and migrate recovers it.
+  VGPU_SIM_FAULTS=cuCheckpointProcessRestore:1:2,cuCheckpointProcessRestore:2:2 \
+    "$VGPUCTL" migrate $child --to 0 >"$work/f.out" 2>&1 && fail "a stranded job reported success"
+  cat "$work/f.out"
+  grep -q "CHECKPOINTED" "$work/f.out" || fail "no stranded message"
+  grep -q "vgpuctl migrate $child --to DEVICE" "$work/f.out" || fail "no recovery command named"
+  sleep 0.3
+  ctl migrate $child --to 0 || fail "recovery by migrate"
+  cat "$work/ctl.out"
+  wait $child || { cat "$work/train.out"; fail "training failed after the faults"; }
+  child=
+  got=$(grep '^checksum' "$work/train.out")
+  echo "reference $ref, after the faults $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
   ;;
 migrate_two)
