@@ -9,6 +9,8 @@ CUgraphNodeType NodeTypeOf(OpKind k) {
     case OpKind::kSet: return CU_GRAPH_NODE_TYPE_MEMSET;
     case OpKind::kHostFn: return CU_GRAPH_NODE_TYPE_HOST;
     case OpKind::kEventRecord: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    case OpKind::kWaitValue:
+    case OpKind::kWriteValue: return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
     default: return CU_GRAPH_NODE_TYPE_EMPTY;
   }
 }

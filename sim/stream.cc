@@ -83,6 +83,52 @@ void SetRows(const Op& op) {
   }
 }
 
+// A stream memory operation's condition (cuStreamWaitValue32/64 flags).
+bool WaitValueHolds(const Op& op) {
+  uint64_t v = 0;
+  if (op.elem == 8) {
+    v = __atomic_load_n(reinterpret_cast<const uint64_t*>(op.dst), __ATOMIC_ACQUIRE);
+  } else {
+    v = __atomic_load_n(reinterpret_cast<const uint32_t*>(op.dst), __ATOMIC_ACQUIRE);
+  }
+  const uint64_t want = op.value64;
+  switch (op.mem_flags & 0x3u) {
+    case CU_STREAM_WAIT_VALUE_GEQ:  // cyclic: the difference as a signed number
+      return op.elem == 8 ? static_cast<int64_t>(v - want) >= 0
+                          : static_cast<int32_t>(static_cast<uint32_t>(v) - static_cast<uint32_t>(want)) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return v == want;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (v & want) != 0;
+    default:  // CU_STREAM_WAIT_VALUE_NOR
+      return op.elem == 8 ? ~(v | want) != 0 : static_cast<uint32_t>(~(v | want)) != 0;
+  }
+}
+
+// Polls like a GPU's front end spinning on a semaphore: a short spin, then
+// sleeps growing to 50 us, so a wait that lasts costs little host CPU.
+void WaitValue(const Op& op) {
+  for (int i = 0; i < 2000; ++i) {
+    if (WaitValueHolds(op)) return;
+    CpuRelax();
+  }
+  long sleep_ns = 1000;
+  while (!WaitValueHolds(op)) {
+    timespec ts{0, sleep_ns};
+    nanosleep(&ts, nullptr);
+    sleep_ns = std::min(sleep_ns * 2, 50'000L);
+  }
+}
+
+void WriteValue(const Op& op) {
+  if (op.elem == 8) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(op.dst), op.value64, __ATOMIC_SEQ_CST);
+  } else {
+    __atomic_store_n(reinterpret_cast<uint32_t*>(op.dst), static_cast<uint32_t>(op.value64),
+                     __ATOMIC_SEQ_CST);
+  }
+}
+
 }  // namespace
 
 void CopyOp(const Op& from, Op* to) {
@@ -107,6 +153,8 @@ void CopyOp(const Op& from, Op* to) {
   to->event = from.event;
   to->event_gen = from.event_gen;
   to->free_ptr = from.free_ptr;
+  to->value64 = from.value64;
+  to->mem_flags = from.mem_flags;
 }
 
 Stream::Stream(Context* ctx, unsigned flags, int priority, bool per_thread)
@@ -310,6 +358,13 @@ void Stream::Execute(Op& op) {
     case OpKind::kFreeAsync:
       ReleaseStreamOrdered(op.free_ptr);
       break;
+    case OpKind::kWaitValue:
+      WaitValue(op);
+      break;
+    case OpKind::kWriteValue:
+      WriteValue(op);
+      last_end_ns_ = ready_ns_;  // takes no modelled device time
+      return;
   }
   last_end_ns_ = NowNs();
 }

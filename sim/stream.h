@@ -30,6 +30,8 @@ enum class OpKind : uint8_t {
   kCallback,   // cuStreamAddCallback
   kEventRecord,
   kFreeAsync,  // cuMemFreeAsync: frees when reached in stream order
+  kWaitValue,  // cuStreamWaitValue32/64: blocks the stream until the condition on *dst holds
+  kWriteValue, // cuStreamWriteValue32/64: stores value64 (elem bytes) at dst
 };
 
 struct StreamDep {
@@ -61,7 +63,20 @@ struct Op {
   uint64_t event_gen = 0;
   // kFreeAsync
   CUdeviceptr free_ptr = 0;
+  // kWaitValue / kWriteValue: dst, elem (4 or 8), value64 and the API flags.
+  uint64_t value64 = 0;
+  unsigned mem_flags = 0;
   uint64_t enqueued_ns = 0;  // when the host committed it
+};
+
+// cuStreamSetAttribute's per-stream values (recorded; the sim has no L2
+// cache, memory-synchronization domains or host-wait policies to apply them to).
+struct StreamAttributes {
+  CUaccessPolicyWindow window{};
+  CUsynchronizationPolicy sync_policy = CU_SYNC_POLICY_AUTO;
+  CUlaunchMemSyncDomainMap domain_map{0, 1};
+  CUlaunchMemSyncDomain domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
+  unsigned nvlink_centric = 0;
 };
 
 // Deep copy (graph nodes are replayed from copies).
@@ -92,7 +107,11 @@ class Stream {
 
   Context* ctx() const { return ctx_; }
   unsigned flags() const { return flags_; }
-  int priority() const { return priority_; }
+  int priority() const { return priority_.load(std::memory_order_relaxed); }
+  void set_priority(int p) { priority_.store(p, std::memory_order_relaxed); }
+  // cuStreamGetAttribute/SetAttribute values, guarded by attr_mu.
+  std::mutex attr_mu;
+  StreamAttributes attrs;
   bool per_thread() const { return per_thread_; }
   bool legacy() const { return legacy_; }
   void set_legacy() { legacy_ = true; }
@@ -114,7 +133,7 @@ class Stream {
 
   Context* ctx_;
   unsigned flags_;
-  int priority_;
+  std::atomic<int> priority_;
   bool per_thread_;
   bool legacy_ = false;
   uint64_t id_;
