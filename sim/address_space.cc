@@ -138,6 +138,16 @@ bool AddressSpace::FindAllocation(CUdeviceptr p, AllocInfo* out) const {
   return true;
 }
 
+bool AddressSpace::SetSyncMemops(CUdeviceptr p, bool value) {
+  std::unique_lock lock(mu_);
+  auto it = allocs_.upper_bound(p);
+  if (it == allocs_.begin()) return false;
+  --it;
+  if (p - it->first >= it->second.size) return false;
+  it->second.sync_memops = value;
+  return true;
+}
+
 std::vector<AllocInfo> AddressSpace::AllocationsOf(CUcontext ctx) const {
   std::shared_lock lock(mu_);
   std::vector<AllocInfo> out;

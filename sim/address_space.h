@@ -38,6 +38,8 @@ class AddressSpace {
   bool RemoveAllocation(CUdeviceptr base, AllocInfo* out);
   bool FindAllocation(CUdeviceptr p, AllocInfo* out) const;
   std::vector<AllocInfo> AllocationsOf(CUcontext ctx) const;
+  // Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation containing p.
+  bool SetSyncMemops(CUdeviceptr p, bool value);
 
   // Backed ranges that Translate may resolve. `host` is the host address of base.
   void AddMapping(CUdeviceptr base, size_t size, void* host, int device, bool accessible);

@@ -90,7 +90,7 @@ bool PointerAttribute(CUpointer_attribute a, const AllocInfo& info, CUdeviceptr 
       if (!host_visible) return false;
       Put(data, reinterpret_cast<void*>(p));
       return true;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: Put<int>(data, 1); return true;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: Put<int>(data, info.sync_memops ? 1 : 0); return true;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: Put<unsigned long long>(data, info.buffer_id); return true;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: Put<int>(data, info.kind == AllocKind::kManaged); return true;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: Put<int>(data, info.device < 0 ? 0 : info.device); return true;
@@ -327,6 +327,25 @@ SIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
       if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) Put<int>(data[i], -2);
     }
   }
+  return CUDA_SUCCESS;
+}
+
+// Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set (cuda.h); it applies to the
+// whole allocation containing ptr. Setting it waits for the synchronous memory
+// operations still pending on the region: the memsets that run asynchronously
+// on device memory, i.e. the allocation's context's work.
+SIM_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void* value, CUpointer_attribute attribute,
+                                                  CUdeviceptr ptr) {
+  SIM_ENTER("cuPointerSetAttribute");
+  if (value == nullptr || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+  AllocInfo info;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (!DescribePointer(ptr, &info, &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  unsigned v = 0;
+  std::memcpy(&v, value, sizeof v);
+  if (v != 0 && IsValidContext(info.ctx)) SynchronizeContext(AsContext(info.ctx));
+  AddressSpace::Get().SetSyncMemops(ptr, v != 0);
   return CUDA_SUCCESS;
 }
 

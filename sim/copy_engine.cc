@@ -97,10 +97,12 @@ CUresult QueueSet(CUstream h, bool ptds, Sync sync, CUdeviceptr dst, size_t pitc
   if (CUresult r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, dst, span, &e); r != CUDA_SUCCESS) return r;
   if (e.pageable) return CUDA_ERROR_INVALID_VALUE;
   // The non-async memsets are asynchronous only for device memory; a host
-  // -visible destination (pinned, managed) is set when the call returns.
+  // -visible destination (pinned, managed) is set when the call returns, and
+  // so is a region with CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set.
   AllocInfo target;
   if (sync == Sync::kAsync && !is_async_api && LookupAllocation(dst, &target) &&
-      (target.kind == AllocKind::kHostPinned || target.kind == AllocKind::kManaged)) {
+      (target.kind == AllocKind::kHostPinned || target.kind == AllocKind::kManaged ||
+       target.sync_memops)) {
     sync = Sync::kHost;
   }
   Op* op = s->Begin();

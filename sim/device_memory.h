@@ -32,6 +32,7 @@ struct AllocInfo {
   uint64_t buffer_id = 0;
   CUmemoryPool pool = nullptr;
   unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
+  bool sync_memops = false;  // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (cuPointerSetAttribute)
 };
 
 // Host address backing [dptr, dptr + bytes) if the whole range is accessible
