@@ -1,8 +1,13 @@
 // Stream-ordered allocation and memory pools. Memory is taken from the device
 // when cuMemAllocAsync is called (so later work in the stream can use it) and
-// returned when the matching cuMemFreeAsync is reached in stream order. Pools
-// do not cache freed blocks: reserved memory always equals used memory, which
-// is what a pool with release threshold 0 shows after each synchronization.
+// given back to the pool when the matching cuMemFreeAsync is reached in stream
+// order. The pool keeps freed memory reserved up to its release threshold
+// (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 0 by default) and releases the rest to the
+// device at once; cuMemPoolTrimTo releases what is kept. Reserved bytes stay
+// charged to the process on the node (cuMemGetInfo, NVML and vgpud see them
+// as used, as a GPU's pool holds them), and the pool's next allocations are
+// taken from them first. The pool keeps an amount, not the blocks: a reused
+// allocation gets a fresh address.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -26,6 +31,10 @@ struct Pool {
   int reuse[3] = {1, 1, 1};
   std::atomic<uint64_t> used{0};
   std::atomic<uint64_t> high{0};
+  // Freed bytes kept reserved (charged on the node, not in use); g_mu guards
+  // kept and reserved_high.
+  uint64_t kept = 0;
+  uint64_t reserved_high = 0;
 };
 
 std::mutex g_mu;
@@ -50,6 +59,30 @@ Pool* LivePool(CUmemoryPool h) {  // g_mu held
   return g_pools->count(p) != 0 ? p : nullptr;
 }
 
+void NoteReserved(Pool* p) {  // g_mu held
+  p->reserved_high = std::max(p->reserved_high, p->used.load() + p->kept);
+}
+
+// Gives back kept bytes until the pool reserves at most `keep` (g_mu held).
+void ReleaseKept(Pool* p, uint64_t keep) {
+  uint64_t reserved = p->used.load() + p->kept;
+  if (reserved <= keep) return;
+  uint64_t n = std::min(p->kept, reserved - keep);
+  p->kept -= n;
+  Node().Unreserve(p->device, n);
+}
+
+// Takes `size` bytes of the pool's kept reservation for a new allocation: the
+// charge moves from the pool to the allocation (unreserved here, reserved again
+// by AllocDeviceMemory). Returns what was taken, 0 if not enough is kept.
+uint64_t TakeKept(Pool* p, uint64_t size) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (LivePool(reinterpret_cast<CUmemoryPool>(p)) == nullptr || p->kept < size) return 0;
+  p->kept -= size;
+  Node().Unreserve(p->device, size);
+  return size;
+}
+
 CUresult AllocFromPool(CUdeviceptr* dptr, size_t bytes, Pool* pool, CUstream h, bool ptds) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
@@ -59,17 +92,27 @@ CUresult AllocFromPool(CUdeviceptr* dptr, size_t bytes, Pool* pool, CUstream h, 
     std::lock_guard<std::mutex> lock(g_mu);
     pool = DefaultPool(s->ctx()->device);
   }
+  const uint64_t size = RoundUp(bytes, kPageSize);
+  uint64_t taken = TakeKept(pool, size);
   CUresult r = AllocDeviceMemory(pool->device, AsHandle(s->ctx()), bytes, dptr);
-  if (r != CUDA_SUCCESS) return r;
+  if (r != CUDA_SUCCESS) {
+    if (taken != 0) {  // put the reservation back (another process may have taken it)
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (Node().Reserve(pool->device, taken)) pool->kept += taken;
+    }
+    return r;
+  }
   AllocInfo info;
   AddressSpace& as = AddressSpace::Get();
   as.RemoveAllocation(*dptr, &info);
   info.pool = reinterpret_cast<CUmemoryPool>(pool);
   as.AddAllocation(info);
-  uint64_t used = pool->used.fetch_add(RoundUp(bytes, kPageSize)) + RoundUp(bytes, kPageSize);
+  uint64_t used = pool->used.fetch_add(size) + size;
   uint64_t high = pool->high.load();
   while (used > high && !pool->high.compare_exchange_weak(high, used)) {
   }
+  std::lock_guard<std::mutex> lock(g_mu);
+  NoteReserved(pool);
   return CUDA_SUCCESS;
 }
 
@@ -99,10 +142,14 @@ CUresult GetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
       *static_cast<cuuint64_t*>(value) = p->release_threshold;
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      *static_cast<cuuint64_t*>(value) = p->used.load() + p->kept;
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
       *static_cast<cuuint64_t*>(value) = p->used.load();
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = p->reserved_high;
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
       *static_cast<cuuint64_t*>(value) = p->high.load();
       return CUDA_SUCCESS;
@@ -120,11 +167,15 @@ CUresult SetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
       p->release_threshold = *static_cast<cuuint64_t*>(value);
+      ReleaseKept(p, p->release_threshold);  // the driver would at the next synchronization
       return CUDA_SUCCESS;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:  // only a reset to 0 is allowed: to the current value
+      if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
+      p->reserved_high = p->used.load() + p->kept;
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
       if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
-      p->high.store(p->used.load());  // only a reset to 0 is allowed
+      p->high.store(p->used.load());
       return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
@@ -138,11 +189,18 @@ namespace vgpu::sim {
 void ReleaseStreamOrdered(CUdeviceptr ptr) {
   AllocInfo info;
   if (!LookupAllocation(ptr, &info) || info.base != ptr) return;
-  if (info.pool != nullptr) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (Pool* p = LivePool(info.pool); p != nullptr) p->used.fetch_sub(RoundUp(info.size, kPageSize));
+  const uint64_t size = RoundUp(info.size, kPageSize);
+  std::lock_guard<std::mutex> lock(g_mu);
+  Pool* p = info.pool != nullptr ? LivePool(info.pool) : nullptr;
+  if (p != nullptr) p->used.fetch_sub(size);
+  if (FreeDeviceMemory(ptr) != CUDA_SUCCESS || p == nullptr) return;
+  // Keep the freed bytes reserved while the pool stays within its threshold;
+  // the charge passes from the allocation to the pool.
+  uint64_t reserved = p->used.load() + p->kept;
+  if (reserved < p->release_threshold) {
+    uint64_t keep = std::min<uint64_t>(size, p->release_threshold - reserved);
+    if (Node().Reserve(p->device, keep)) p->kept += keep;
   }
-  FreeDeviceMemory(ptr);
 }
 
 }  // namespace vgpu::sim
@@ -238,6 +296,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   Pool* p = LivePool(pool);
   if (p == nullptr || p == g_default[p->device]) return CUDA_ERROR_INVALID_VALUE;
   if (g_current[p->device] == p) g_current[p->device] = nullptr;
+  ReleaseKept(p, 0);
   g_pools->erase(p);  // kept allocated: its blocks may still be freed later
   return CUDA_SUCCESS;
 }
@@ -245,7 +304,10 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
 SIM_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   SIM_ENTER("cuMemPoolTrimTo");
   std::lock_guard<std::mutex> lock(g_mu);
-  return LivePool(pool) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  Pool* p = LivePool(pool);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ReleaseKept(p, minBytesToKeep);  // memory in use is never released
+  return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
