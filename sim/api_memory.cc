@@ -66,6 +66,7 @@ CUresult FreeHostVisible(void* p, AllocKind kind) {
   }
   as.RemoveAllocation(base, nullptr);
   as.RemoveMapping(base);
+  if (kind == AllocKind::kManaged) ForgetManagedRange(base, info.size);
   munmap(p, RoundUp(info.size, kPageSize));
   return CUDA_SUCCESS;
 }
@@ -347,16 +348,6 @@ SIM_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void* value, CUpointer_a
   if (v != 0 && IsValidContext(info.ctx)) SynchronizeContext(AsContext(info.ctx));
   AddressSpace::Get().SetSyncMemops(ptr, v != 0);
   return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
-                                           CUmemLocation location) {
-  SIM_ENTER("cuMemAdvise_v2");
-  AllocInfo info;
-  if (!LookupAllocation(devPtr, &info) || info.kind != AllocKind::kManaged) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;  // advice is a hint; host-backed managed memory needs none
 }
 
 // The CUDA 2.0 ABI with 32-bit device pointers. Every simulated device address

@@ -43,6 +43,9 @@ void* Translate(CUdeviceptr dptr, size_t bytes);
 CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
 CUresult FreeDeviceMemory(CUdeviceptr dptr);
 
+// Drops the advice and prefetch records of a freed managed range (api_managed.cc).
+void ForgetManagedRange(CUdeviceptr base, size_t size);
+
 // The allocation containing dptr, if any.
 bool LookupAllocation(CUdeviceptr dptr, AllocInfo* out);
 

@@ -629,3 +629,169 @@ TEST_F(SimPoolReservationTest, ReservedMemoryIsChargedToTheDevice) {
 
 }  // namespace
 }  // namespace vgpu::conformance
+
+namespace vgpu::conformance {
+namespace {
+
+// ---- Managed memory: advice, prefetch and range attributes -----------------
+
+class ManagedRangeTest : public ContextTest {
+ protected:
+  void SetUp() override {
+    ContextTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_CU_OK(cuMemAllocManaged(&p_, kBytes, CU_MEM_ATTACH_GLOBAL));
+    ASSERT_CU_OK(cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING));
+  }
+  void TearDown() override {
+    if (s_ != nullptr) {
+      cuStreamSynchronize(s_);
+      cuStreamDestroy(s_);
+    }
+    if (p_ != 0) cuMemFree(p_);
+    ContextTest::TearDown();
+  }
+  int Int(CUmem_range_attribute a, CUdeviceptr p, size_t n) {
+    int v = 12345;
+    EXPECT_CU_OK(cuMemRangeGetAttribute(&v, 4, a, p, n));
+    return v;
+  }
+  static CUmemLocation Device(int id) { return {CU_MEM_LOCATION_TYPE_DEVICE, id}; }
+  static CUmemLocation Host() { return {CU_MEM_LOCATION_TYPE_HOST, 0}; }
+  static constexpr size_t kPage = 64 << 10;  // a multiple of any CPU page size
+  static constexpr size_t kBytes = 16 * kPage;
+  CUdeviceptr p_ = 0;
+  CUstream s_ = nullptr;
+};
+
+TEST_F(ManagedRangeTest, ReadMostly) {
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, kBytes), 0);
+  ASSERT_CU_OK(cuMemAdvise(p_, 4 * kPage, CU_MEM_ADVISE_SET_READ_MOSTLY, Device(dev_)));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, 4 * kPage), 1);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_ + kPage, kPage), 1);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, kBytes), 0) << "not every page";
+  ASSERT_CU_OK(cuMemAdvise(p_ + kPage, kPage, CU_MEM_ADVISE_UNSET_READ_MOSTLY, Device(dev_)));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, 4 * kPage), 0);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_ + 2 * kPage, 2 * kPage), 1);
+}
+
+TEST_F(ManagedRangeTest, PreferredLocation) {
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p_, kBytes), CU_DEVICE_INVALID);
+  ASSERT_CU_OK(cuMemAdvise(p_, kBytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Device(dev_)));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p_, kBytes), dev_);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p_, kBytes), CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, p_, kBytes), dev_);
+  ASSERT_CU_OK(cuMemAdvise(p_, 2 * kPage, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Host()));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p_, 2 * kPage), CU_DEVICE_CPU);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p_, 2 * kPage), CU_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p_, kBytes), CU_DEVICE_INVALID) << "mixed";
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p_, kBytes), CU_MEM_LOCATION_TYPE_INVALID);
+  ASSERT_CU_OK(cuMemAdvise(p_, kBytes, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, Host()));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p_, kBytes), CU_DEVICE_INVALID);
+}
+
+TEST_F(ManagedRangeTest, AccessedBy) {
+  int ids[3] = {7, 7, 7};
+  ASSERT_CU_OK(cuMemRangeGetAttribute(ids, sizeof ids, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_, kBytes));
+  EXPECT_EQ(ids[0], CU_DEVICE_INVALID);
+  ASSERT_CU_OK(cuMemAdvise(p_, kBytes, CU_MEM_ADVISE_SET_ACCESSED_BY, Device(dev_)));
+  ASSERT_CU_OK(cuMemRangeGetAttribute(ids, sizeof ids, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_, kBytes));
+  EXPECT_EQ(ids[0], dev_);
+  EXPECT_EQ(ids[1], CU_DEVICE_INVALID);
+  EXPECT_EQ(ids[2], CU_DEVICE_INVALID);
+  ASSERT_CU_OK(cuMemAdvise(p_, kPage, CU_MEM_ADVISE_UNSET_ACCESSED_BY, Device(dev_)));
+  ASSERT_CU_OK(cuMemRangeGetAttribute(ids, sizeof ids, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_, kBytes));
+  EXPECT_EQ(ids[0], CU_DEVICE_INVALID) << "not set for the entire range any more";
+  ASSERT_CU_OK(cuMemRangeGetAttribute(ids, 4, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_ + kPage, kPage));
+  EXPECT_EQ(ids[0], dev_);
+}
+
+TEST_F(ManagedRangeTest, PrefetchIsOrderedAndRecorded) {
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_, kBytes), CU_DEVICE_INVALID);
+  auto* host = reinterpret_cast<uint32_t*>(p_);
+  for (size_t i = 0; i < kBytes / 4; ++i) host[i] = static_cast<uint32_t>(i);
+  ASSERT_CU_OK(cuMemPrefetchAsync(p_, kBytes, Device(dev_), 0, s_));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_, kBytes), dev_);
+  ASSERT_CU_OK(cuMemsetD32Async(p_, 0xaa, 16, s_));
+  ASSERT_CU_OK(cuMemPrefetchAsync(p_, kPage, Host(), 0, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(host[0], 0xaau);
+  EXPECT_EQ(host[kBytes / 4 - 1], kBytes / 4 - 1);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_, kPage), CU_DEVICE_CPU);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, p_, kPage), CU_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_ + kPage, kPage), dev_);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, p_ + kPage, kPage), dev_);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_, kBytes), CU_DEVICE_INVALID) << "mixed";
+  // The default streams too.
+  ASSERT_CU_OK(cuMemPrefetchAsync(p_, kBytes, Device(dev_), 0, nullptr));
+  ASSERT_CU_OK(cuStreamSynchronize(nullptr));
+}
+
+TEST_F(ManagedRangeTest, GetAttributesAtOnce) {
+  ASSERT_CU_OK(cuMemAdvise(p_, kBytes, CU_MEM_ADVISE_SET_READ_MOSTLY, Device(dev_)));
+  ASSERT_CU_OK(cuMemAdvise(p_, kBytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, Device(dev_)));
+  ASSERT_CU_OK(cuMemPrefetchAsync(p_, kBytes, Device(dev_), 0, s_));
+  int read_mostly = -1, preferred = -1, last = -1;
+  void* data[] = {&read_mostly, &preferred, &last};
+  size_t sizes[] = {4, 4, 4};
+  CUmem_range_attribute attrs[] = {CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+                                   CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION};
+  ASSERT_CU_OK(cuMemRangeGetAttributes(data, sizes, attrs, 3, p_, kBytes));
+  EXPECT_EQ(read_mostly, 1);
+  EXPECT_EQ(preferred, dev_);
+  EXPECT_EQ(last, dev_);
+}
+
+using SimManagedRangeTest = ManagedRangeTest;
+
+TEST_F(SimManagedRangeTest, ArgumentChecksAndLegacyEntryPoints) {
+  SKIP_UNLESS_SIM();
+  CUdeviceptr d = 0;
+  ASSERT_CU_OK(cuMemAlloc(&d, kPage));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchAsync(d, kPage, Device(dev_), 0, s_)) << "not managed";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAdvise(d, kPage, CU_MEM_ADVISE_SET_READ_MOSTLY, Device(dev_)));
+  int v = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, d, kPage));
+  ASSERT_CU_OK(cuMemFree(d));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuMemPrefetchAsync(p_, kPage, Device(99), 0, s_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchAsync(p_, kPage, Device(dev_), 1, s_)) << "flags";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchAsync(p_, kBytes + 1, Device(dev_), 0, s_)) << "past the end";
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchAsync(p_, 0, Device(dev_), 0, s_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAdvise(p_, kPage, static_cast<CUmem_advise>(42), Device(dev_)));
+  CUmemLocation numa{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemAdvise(p_, kPage, CU_MEM_ADVISE_SET_ACCESSED_BY, numa));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRangeGetAttribute(&v, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, kPage));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRangeGetAttribute(&v, 6, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_, kPage));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRangeGetAttribute(&v, 4, static_cast<CUmem_range_attribute>(77), p_, kPage));
+  // Ranges are rounded out to whole CPU pages.
+  ASSERT_CU_OK(cuMemAdvise(p_ + 100, 10, CU_MEM_ADVISE_SET_READ_MOSTLY, Host()));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, 4096), 1);
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_ + 4096, 4096), 0);
+  // The CUDA 8-12.1 entry points take a device ordinal or CU_DEVICE_CPU.
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult st;
+  ASSERT_CU_OK(cuGetProcAddress("cuMemPrefetchAsync", &fn, 12000, 0, &st));
+  auto prefetch1 = reinterpret_cast<CUresult(CUDAAPI*)(CUdeviceptr, size_t, CUdevice, CUstream)>(fn);
+  ASSERT_CU_OK(prefetch1(p_, kBytes, CU_DEVICE_CPU, s_));
+  EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p_, kBytes), CU_DEVICE_CPU);
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, prefetch1(p_, kBytes, 42, s_));
+  ASSERT_CU_OK(cuGetProcAddress("cuMemAdvise", &fn, 12000, 0, &st));
+  auto advise1 = reinterpret_cast<CUresult(CUDAAPI*)(CUdeviceptr, size_t, CUmem_advise, CUdevice)>(fn);
+  ASSERT_CU_OK(advise1(p_, kBytes, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_DEVICE_CPU));
+  int ids[2] = {};
+  ASSERT_CU_OK(cuMemRangeGetAttribute(ids, sizeof ids, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p_, kBytes));
+  EXPECT_EQ(ids[0], CU_DEVICE_CPU);
+  EXPECT_EQ(ids[1], CU_DEVICE_INVALID);
+  // A freed range forgets its advice: a new allocation at the same address starts clean.
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  CUdeviceptr old = p_;
+  ASSERT_CU_OK(cuMemFree(p_));
+  p_ = 0;
+  ASSERT_CU_OK(cuMemAllocManaged(&p_, kBytes, CU_MEM_ATTACH_GLOBAL));
+  if (p_ == old) {
+    EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, 4096), 0);
+  }
+}
+
+}  // namespace
+}  // namespace vgpu::conformance
