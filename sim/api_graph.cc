@@ -4,6 +4,7 @@
 // on the launch stream.
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "sim/api_common.h"
@@ -110,6 +111,7 @@ CUresult Launch(CUgraphExec h, CUstream hs, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(hs, ptds, &s); r != CUDA_SUCCESS) return r;
   if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(e->mu);
   for (const Op& op : e->ops) {
     Op* slot = s->Begin();
     CopyOp(op, slot);
@@ -297,21 +299,169 @@ SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeTyp
   return CUDA_SUCCESS;
 }
 
+namespace {
+
+// Instantiates g (live) into a new exec graph: copies of the nodes' ops and
+// the graph's shape.
+GraphExec* Instantiate(Graph* g, unsigned long long flags) {
+  auto* e = new GraphExec();
+  e->ctx = CurrentContextOrNull();
+  e->flags = flags;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    std::unordered_map<const GraphNode*, size_t> index;
+    e->ops.resize(g->nodes.size());
+    e->types.resize(g->nodes.size());
+    e->deps.resize(g->nodes.size());
+    for (size_t i = 0; i < g->nodes.size(); ++i) {
+      const GraphNode* n = g->nodes[i].get();
+      index[n] = i;
+      CopyOp(n->op, &e->ops[i]);
+      e->types[i] = n->type;
+      for (const GraphNode* d : n->deps) e->deps[i].push_back(index.at(d));
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_execs->insert(e);
+  return e;
+}
+
+}  // namespace
+
 SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
   SIM_ENTER("cuGraphInstantiateWithFlags");
   auto* g = reinterpret_cast<Graph*>(hGraph);
   if (phGraphExec == nullptr || !LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
-  auto* e = new GraphExec();
-  e->ctx = CurrentContextOrNull();
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    e->ops.resize(g->nodes.size());
-    for (size_t i = 0; i < g->nodes.size(); ++i) CopyOp(g->nodes[i]->op, &e->ops[i]);
-  }
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_execs->insert(e);
-  *phGraphExec = reinterpret_cast<CUgraphExec>(e);
+  *phGraphExec = reinterpret_cast<CUgraphExec>(Instantiate(g, flags));
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+constexpr unsigned long long kInstantiateFlags =
+    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+    CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+
+CUresult InstantiateWithParams(CUgraphExec* out, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* p, bool ptsz) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  p->hErrNode_out = nullptr;
+  p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  if (out == nullptr || !LiveGraph(g) || (p->flags & ~kInstantiateFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const bool device_launch = (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0;
+  if (device_launch && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;  // "cannot be used in conjunction"
+  }
+  Stream* upload = nullptr;
+  if ((p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
+    if (CUresult r = ResolveStream(p->hUploadStream, ptsz, &upload); r != CUDA_SUCCESS) return r;
+  }
+  if (device_launch) {
+    // Only kernel, memcpy and memset nodes, and at least one of them.
+    std::lock_guard<std::mutex> lock(g->mu);
+    if (g->nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
+    for (const auto& n : g->nodes) {
+      if (n->type != CU_GRAPH_NODE_TYPE_KERNEL && n->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
+          n->type != CU_GRAPH_NODE_TYPE_MEMSET) {
+        p->result_out = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        p->hErrNode_out = reinterpret_cast<CUgraphNode>(n.get());
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+  }
+  // The upload has nothing to move here (the exec graph is host data).
+  *out = reinterpret_cast<CUgraphExec>(Instantiate(g, p->flags));
+  p->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+// Sets the result (and nodes) of a failed update.
+CUresult UpdateFailed(CUgraphExecUpdateResultInfo* info, CUgraphExecUpdateResult why, const GraphNode* node,
+                      const GraphNode* from = nullptr) {
+  info->result = why;
+  info->errorNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(node));
+  info->errorFromNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(from));
+  return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+// cuGraphExecUpdate: nodes are paired in creation order (a topologically
+// identical graph built the same way pairs node for node); the update is all
+// or nothing.
+CUresult ExecUpdate(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* info) {
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *info = {CU_GRAPH_EXEC_UPDATE_ERROR, nullptr, nullptr};
+  auto* e = reinterpret_cast<GraphExec*>(hExec);
+  auto* g = reinterpret_cast<Graph*>(hGraph);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_execs->count(e) == 0 || g_graphs->count(g) == 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard<std::mutex> graph_lock(g->mu);
+  std::lock_guard<std::mutex> exec_lock(e->mu);
+  const size_t n = g->nodes.size();
+  if (n != e->ops.size()) return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, nullptr);
+  std::unordered_map<const GraphNode*, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[g->nodes[i].get()] = i;
+  for (size_t i = 0; i < n; ++i) {
+    const GraphNode* node = g->nodes[i].get();
+    if (node->deps.size() != e->deps[i].size()) {
+      return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, node);
+    }
+    for (size_t k = 0; k < node->deps.size(); ++k) {
+      if (index.at(node->deps[k]) != e->deps[i][k]) {
+        return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, node, node->deps[k]);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const GraphNode* node = g->nodes[i].get();
+    if (node->type != e->types[i]) return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, node);
+    const Op& was = e->ops[i];
+    const Op& now = node->op;
+    if (node->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+      // A 2D memset may change only its address and value; any memset keeps its element size.
+      bool two_d = was.height > 1 || now.height > 1;
+      if (now.elem != was.elem ||
+          (two_d && (now.width != was.width || now.height != was.height || now.dst_pitch != was.dst_pitch))) {
+        return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, node);
+      }
+    }
+    if (node->type == CU_GRAPH_NODE_TYPE_MEMCPY && (now.height > 1) != (was.height > 1)) {
+      return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, node);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) CopyOp(g->nodes[i]->op, &e->ops[i]);
+  info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
+  SIM_ENTER("cuGraphInstantiateWithParams");
+  return InstantiateWithParams(phGraphExec, hGraph, instantiateParams, false);
+}
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
+  SIM_ENTER("cuGraphInstantiateWithParams_ptsz");
+  return InstantiateWithParams(phGraphExec, hGraph, instantiateParams, true);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* resultInfo) {
+  SIM_ENTER("cuGraphExecUpdate_v2");
+  return ExecUpdate(hGraphExec, hGraph, resultInfo);
+}
+
+// The CUDA 10.2-11.x form: the error node and the result separately.
+#undef cuGraphExecUpdate  // cuda.h maps the name to cuGraphExecUpdate_v2
+SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode* hErrorNode_out,
+                                              CUgraphExecUpdateResult* updateResult_out) {
+  SIM_ENTER("cuGraphExecUpdate");
+  if (hErrorNode_out == nullptr || updateResult_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExecUpdateResultInfo info{};
+  CUresult r = ExecUpdate(hGraphExec, hGraph, &info);
+  *hErrorNode_out = info.errorNode;
+  *updateResult_out = info.result;
+  return r;
 }
 
 SIM_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {

@@ -27,7 +27,13 @@ struct Graph {
 };
 
 struct GraphExec {
+  std::mutex mu;        // guards ops against cuGraphExecUpdate during a launch
   std::vector<Op> ops;  // replayed in order
+  // The instantiated graph's shape, for cuGraphExecUpdate: node i's type and
+  // the indices of its dependencies (in the graph's node order).
+  std::vector<CUgraphNodeType> types;
+  std::vector<std::vector<size_t>> deps;
+  unsigned long long flags = 0;
   Context* ctx = nullptr;
 };
 

@@ -3,6 +3,7 @@
 // reservation semantics of memory pools (issue 16). Suites not named Sim*
 // assert only what cuda.h documents and also run on a real driver.
 #include <chrono>
+#include <deque>
 #include <cstring>
 #include <thread>
 
@@ -791,6 +792,271 @@ TEST_F(SimManagedRangeTest, ArgumentChecksAndLegacyEntryPoints) {
   if (p_ == old) {
     EXPECT_EQ(Int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p_, 4096), 0);
   }
+}
+
+}  // namespace
+}  // namespace vgpu::conformance
+
+namespace vgpu::conformance {
+namespace {
+
+// ---- cuGraphInstantiateWithParams and cuGraphExecUpdate ----------------------
+
+class GraphUpdateTest : public KernelTest {
+ protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_CU_OK(cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING));
+    ASSERT_CU_OK(cuMemAlloc(&a_, kCount * 4));
+    ASSERT_CU_OK(cuMemAlloc(&b_, kCount * 4));
+    ASSERT_CU_OK(cuMemsetD32(a_, 0, kCount));
+    ASSERT_CU_OK(cuMemsetD32(b_, 0, kCount));
+    ASSERT_CU_OK(cuCtxSynchronize());
+  }
+  void TearDown() override {
+    for (CUgraph g : graphs_) cuGraphDestroy(g);
+    if (s_ != nullptr) {
+      cuStreamSynchronize(s_);
+      cuStreamDestroy(s_);
+      cuMemFree(a_);
+      cuMemFree(b_);
+    }
+    KernelTest::TearDown();
+  }
+  CUgraph NewGraph() {
+    CUgraph g = nullptr;
+    EXPECT_CU_OK(cuGraphCreate(&g, 0));
+    graphs_.push_back(g);
+    return g;
+  }
+  // memset(dst, set) -> fill(dst, fill): the shape every graph of these tests has.
+  CUresult Build(CUgraph g, CUdeviceptr dst, uint32_t set, uint32_t fill, CUgraphNode* nodes) {
+    CUDA_MEMSET_NODE_PARAMS m{};
+    m.dst = dst;
+    m.elementSize = 4;
+    m.width = kCount;
+    m.height = 1;
+    m.value = set;
+    if (CUresult r = cuGraphAddMemsetNode(&nodes[0], g, nullptr, 0, &m, ctx_); r != CUDA_SUCCESS) return r;
+    return AddFill(g, &nodes[0], 1, dst, fill, &nodes[1]);
+  }
+  CUresult AddFill(CUgraph g, const CUgraphNode* deps, size_t n, CUdeviceptr dst, uint32_t value, CUgraphNode* out) {
+    fill_args_.push_back({dst, value, kCount});
+    FillArgs& f = fill_args_.back();
+    void* params[] = {&f.p, &f.value, &f.count};
+    CUDA_KERNEL_NODE_PARAMS k{};
+    k.func = fill_;
+    k.gridDimX = kCount / 256;
+    k.gridDimY = k.gridDimZ = 1;
+    k.blockDimX = 256;
+    k.blockDimY = k.blockDimZ = 1;
+    k.kernelParams = params;
+    return cuGraphAddKernelNode(out, g, deps, n, &k);
+  }
+  struct FillArgs {
+    CUdeviceptr p;
+    uint32_t value;
+    uint64_t count;
+  };
+  static constexpr size_t kCount = 4096;
+  std::deque<FillArgs> fill_args_;
+  std::vector<CUgraph> graphs_;
+  CUstream s_ = nullptr;
+  CUdeviceptr a_ = 0, b_ = 0;
+};
+
+TEST_F(GraphUpdateTest, InstantiateWithParams) {
+  CUgraph g = NewGraph();
+  CUgraphNode nodes[2];
+  ASSERT_CU_OK(Build(g, a_, 1, 5, nodes));
+  CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  p.hUploadStream = s_;
+  p.hErrNode_out = nodes[0];
+  p.result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiateWithParams(&e, g, &p));
+  EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+  EXPECT_EQ(p.hErrNode_out, nullptr);
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(a_, kCount)[kCount - 1], 5u);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+  p = {};
+  ASSERT_CU_OK(cuGraphInstantiateWithParams(&e, g, &p));
+  EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+}
+
+TEST_F(GraphUpdateTest, UpdateKernelAndMemsetParameters) {
+  CUgraph g1 = NewGraph(), g2 = NewGraph();
+  CUgraphNode n1[2], n2[2];
+  ASSERT_CU_OK(Build(g1, a_, 1, 5, n1));
+  ASSERT_CU_OK(Build(g2, b_, 2, 9, n2));
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphExecUpdateResultInfo info;
+  std::memset(&info, 0xff, sizeof info);
+  ASSERT_CU_OK(cuGraphExecUpdate(e, g2, &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(b_, kCount)[kCount - 1], 9u) << "the updated kernel node's arguments";
+  EXPECT_EQ(ReadU32(a_, kCount)[0], 0u) << "the original target is untouched";
+  // The update does not tie the exec graph to g2: changing g2 later changes nothing.
+  ASSERT_CU_OK(cuGraphExecUpdate(e, g1, &info));
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(a_, kCount)[kCount - 1], 5u);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+}
+
+TEST_F(GraphUpdateTest, UpdateMemcpyNode) {
+  CUgraph g1 = NewGraph(), g2 = NewGraph();
+  void* pinned = nullptr;
+  ASSERT_CU_OK(cuMemAllocHost(&pinned, kCount * 4));
+  auto* host = static_cast<uint32_t*>(pinned);
+  host[kCount - 1] = 0;
+  ASSERT_CU_OK(cuMemsetD32(a_, 3, kCount));
+  ASSERT_CU_OK(cuMemsetD32(b_, 4, kCount));
+  ASSERT_CU_OK(cuCtxSynchronize());
+  auto add_copy = [&](CUgraph g, CUdeviceptr src, CUgraphNode* out) {
+    CUDA_MEMCPY3D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = host;
+    c.WidthInBytes = kCount * 4;
+    c.Height = 1;
+    c.Depth = 1;
+    return cuGraphAddMemcpyNode(out, g, nullptr, 0, &c, ctx_);
+  };
+  CUgraphNode n1, n2;
+  ASSERT_CU_OK(add_copy(g1, a_, &n1));
+  ASSERT_CU_OK(add_copy(g2, b_, &n2));
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphExecUpdateResultInfo info{};
+  ASSERT_CU_OK(cuGraphExecUpdate(e, g2, &info));
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(host[kCount - 1], 4u);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+  ASSERT_CU_OK(cuMemFreeHost(pinned));
+}
+
+TEST_F(GraphUpdateTest, TopologyChangesAreRefused) {
+  CUgraph g1 = NewGraph(), bigger = NewGraph(), unlinked = NewGraph();
+  CUgraphNode n1[2], nb[3], nu[2];
+  ASSERT_CU_OK(Build(g1, a_, 1, 5, n1));
+  ASSERT_CU_OK(Build(bigger, a_, 1, 6, nb));
+  ASSERT_CU_OK(cuGraphAddEmptyNode(&nb[2], bigger, &nb[1], 1));
+  CUDA_MEMSET_NODE_PARAMS m{};
+  m.dst = a_;
+  m.elementSize = 4;
+  m.width = kCount;
+  m.height = 1;
+  m.value = 2;
+  ASSERT_CU_OK(cuGraphAddMemsetNode(&nu[0], unlinked, nullptr, 0, &m, ctx_));
+  ASSERT_CU_OK(AddFill(unlinked, nullptr, 0, a_, 7, &nu[1]));  // no edge
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_CU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, bigger, &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(info.errorNode, nullptr) << "node counts differ";
+  EXPECT_CU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, unlinked, &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  // Nothing was changed by the refused updates.
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(a_, kCount)[kCount - 1], 5u);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+}
+
+TEST_F(GraphUpdateTest, NodeTypeChangeIsRefused) {
+  CUgraph g1 = NewGraph(), g2 = NewGraph();
+  CUgraphNode k, empty;
+  ASSERT_CU_OK(AddFill(g1, nullptr, 0, a_, 5, &k));
+  ASSERT_CU_OK(cuGraphAddEmptyNode(&empty, g2, nullptr, 0));
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_CU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, g2, &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  EXPECT_EQ(info.errorNode, empty);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+}
+
+TEST_F(GraphUpdateTest, CudaElevenUpdateThroughGetProcAddress) {
+  using Update4 = CUresult(CUDAAPI*)(CUgraphExec, CUgraph, CUgraphNode*, CUgraphExecUpdateResult*);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult st;
+  ASSERT_CU_OK(cuGetProcAddress("cuGraphExecUpdate", &fn, 11000, 0, &st));
+  ASSERT_EQ(st, CU_GET_PROC_ADDRESS_SUCCESS);
+  CUgraph g1 = NewGraph(), g2 = NewGraph();
+  CUgraphNode n1[2], n2[2];
+  ASSERT_CU_OK(Build(g1, a_, 1, 5, n1));
+  ASSERT_CU_OK(Build(g2, a_, 1, 8, n2));
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphNode err = n1[0];
+  CUgraphExecUpdateResult result = CU_GRAPH_EXEC_UPDATE_ERROR;
+  ASSERT_CU_OK(reinterpret_cast<Update4>(fn)(e, g2, &err, &result));
+  EXPECT_EQ(result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  EXPECT_EQ(err, nullptr);
+  ASSERT_CU_OK(cuGraphLaunch(e, s_));
+  ASSERT_CU_OK(cuStreamSynchronize(s_));
+  EXPECT_EQ(ReadU32(a_, kCount)[kCount - 1], 8u);
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+}
+
+using SimGraphUpdateTest = GraphUpdateTest;
+
+TEST_F(SimGraphUpdateTest, ParameterLimitsAndDeviceLaunchChecks) {
+  SKIP_UNLESS_SIM();
+  // A 2D memset may change only its address and value.
+  auto memset2d = [&](CUgraph g, size_t width, CUgraphNode* out) {
+    CUDA_MEMSET_NODE_PARAMS m{};
+    m.dst = a_;
+    m.elementSize = 4;
+    m.width = width;
+    m.height = 4;
+    m.pitch = 1024;
+    m.value = 1;
+    return cuGraphAddMemsetNode(out, g, nullptr, 0, &m, ctx_);
+  };
+  CUgraph g1 = NewGraph(), g2 = NewGraph();
+  CUgraphNode n1, n2;
+  ASSERT_CU_OK(memset2d(g1, 16, &n1));
+  ASSERT_CU_OK(memset2d(g2, 32, &n2));
+  CUgraphExec e = nullptr;
+  ASSERT_CU_OK(cuGraphInstantiate(&e, g1, 0));
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_CU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate(e, g2, &info));
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  EXPECT_EQ(info.errorNode, n2);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphExecUpdate(e, g2, nullptr));
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+  // Device launch: only kernel, memcpy and memset nodes.
+  CUgraph g3 = NewGraph();
+  CUgraphNode empty;
+  ASSERT_CU_OK(cuGraphAddEmptyNode(&empty, g3, nullptr, 0));
+  CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphInstantiateWithParams(&e, g3, &p));
+  EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED);
+  EXPECT_EQ(p.hErrNode_out, empty);
+  p = {};
+  p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphInstantiateWithParams(&e, g1, &p));
+  EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphInstantiateWithParams(&e, g1, nullptr));
+  p = {};
+  p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  ASSERT_CU_OK(cuGraphInstantiateWithParams(&e, g1, &p));
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
 }
 
 }  // namespace
