@@ -1057,6 +1057,19 @@ TEST_F(SimGraphUpdateTest, ParameterLimitsAndDeviceLaunchChecks) {
   p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
   ASSERT_CU_OK(cuGraphInstantiateWithParams(&e, g1, &p));
   ASSERT_CU_OK(cuGraphExecDestroy(e));
+  // "cuGraphInstantiate" at 11000-12xxx is the 5-argument _v2, not a stub.
+  using Instantiate5 = CUresult(CUDAAPI*)(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t);
+  for (int version : {11000, 11040, 12000, 12080, 13000}) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult st;
+    ASSERT_CU_OK(cuGetProcAddress("cuGraphInstantiate", &fn, version, 0, &st)) << version;
+    char log[16] = "x";
+    CUgraphNode err = n1;
+    ASSERT_CU_OK(reinterpret_cast<Instantiate5>(fn)(&e, g1, &err, log, sizeof log)) << version;
+    EXPECT_EQ(err, nullptr);
+    EXPECT_EQ(log[0], '\0');
+    ASSERT_CU_OK(cuGraphExecDestroy(e));
+  }
 }
 
 }  // namespace
