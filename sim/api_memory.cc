@@ -343,6 +343,9 @@ SIM_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void* value, CUpointer_a
   CUdeviceptr base = 0;
   size_t size = 0;
   if (!DescribePointer(ptr, &info, &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+  // Memory mapped with cuMemCreate/cuMemMap: driver 580 answers NOT_SUPPORTED
+  // (H100, 2026-11-26, seen through libvgpu's VMM-backed cuMemAlloc).
+  if (info.kind == AllocKind::kVmmReserved) return CUDA_ERROR_NOT_SUPPORTED;
   unsigned v = 0;
   std::memcpy(&v, value, sizeof v);
   if (v != 0 && IsValidContext(info.ctx)) SynchronizeContext(AsContext(info.ctx));

@@ -113,11 +113,10 @@ bool UnmapRange(CUdeviceptr va, size_t size) {  // g_mu held
 
 SIM_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option) {
   SIM_ENTER("cuMemGetAllocationGranularity");
-  // Neither the device ordinal nor the allocation type is checked: driver 580
-  // answers location.id 999 and CU_MEM_ALLOCATION_TYPE_INVALID (H100 and
+  // Nothing in prop is checked: driver 580 answers location.id 999, an
+  // invalid allocation type and an invalid location type alike (H100 and
   // H200, 2026-11-26, docs/gpu-validation.md).
-  if (granularity == nullptr || prop == nullptr ||
-      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+  if (granularity == nullptr || prop == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   *granularity = kVmmGranularity;

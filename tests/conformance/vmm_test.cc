@@ -37,16 +37,17 @@ TEST_F(VmmTest, Granularity) {
   EXPECT_GE(rec, gran_);
   EXPECT_EQ(rec % gran_, 0u);
   // Driver 580 (and the sim) answer for a device ordinal that does not exist
-  // (location.id 999; libvgpu refuses it: no such visible device) and for an
-  // invalid allocation type (H100 and H200, 2026-11-26); only the location
-  // type is checked.
+  // (location.id 999; libvgpu refuses it: no such visible device), an
+  // invalid allocation type and an invalid location type (H100 and H200,
+  // 2026-11-26): nothing in prop is checked.
   CUmemAllocationProp bad = prop_;
   bad.type = CU_MEM_ALLOCATION_TYPE_INVALID;
   EXPECT_CU_OK(cuMemGetAllocationGranularity(&rec, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   bad = prop_;
   bad.location.type = CU_MEM_LOCATION_TYPE_INVALID;
-  EXPECT_NE(CUDA_SUCCESS,
-            cuMemGetAllocationGranularity(&rec, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  EXPECT_CU_OK(cuMemGetAllocationGranularity(&rec, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+            cuMemGetAllocationGranularity(nullptr, &prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 }
 
 TEST_F(VmmTest, ReserveCreateMapAccessUnmap) {
