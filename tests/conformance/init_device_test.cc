@@ -222,8 +222,18 @@ TEST_F(SimInitDeviceTest, DevicesFromEnvironment) {
   EXPECT_NE(out.find("mem 2 " + std::to_string(size_t{8} << 30)), std::string::npos) << out;
 }
 
+TEST_F(SimInitDeviceTest, CheckpointCopyRatesAreDeviceOptions) {
+  int status = 0;
+  std::string out = RunOnOwnNode("2x8GiB:ckpt=1000:restore=4000:sm=132", &status);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  auto m = ParseLines(out);
+  EXPECT_EQ(m["init"], "0") << out;
+  EXPECT_EQ(m["count"], "0 2") << out;
+}
+
 TEST_F(SimInitDeviceTest, InvalidDevicesSpecFailsCuInitWithoutCrashing) {
-  for (const char* spec : {"banana", "4xGiB", "2x16XiB", "-1x16GiB", "0x16GiB"}) {
+  for (const char* spec : {"banana", "4xGiB", "2x16XiB", "-1x16GiB", "0x16GiB", "1x16GiB:ckpt=0",
+                           "1x16GiB:restore=fast", "1x16GiB:ckpt=99999999"}) {
     SCOPED_TRACE(spec);
     int status = 0;
     std::string out = RunOnOwnNode(spec, &status);
