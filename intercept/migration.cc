@@ -89,17 +89,24 @@ nlohmann::json Reconcile() {
   }
   nlohmann::json moved = nlohmann::json::array();
   for (const Move& m : g_moves) {
-    // The job is on `to` if the ordinal that named `from` names `to` now.
-    const bool on_target = NodeDevice(m.ordinal) == m.to;
+    // Where the ordinal that named `from` points now: the target, the source
+    // (the move failed), or a third GPU (a stranded job recovered elsewhere).
+    const int now = NodeDevice(m.ordinal);
     QuotaLedger* l = Ledger();
-    if (l != nullptr) l->Release(on_target ? m.from : m.to, m.bytes);
-    if (on_target) {
-      std::string error;
-      if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(m.to, &error)) {
-        VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
+    if (l != nullptr && now != m.to) {
+      l->Release(m.to, m.bytes);  // the reservation made for the target
+      if (now != m.from && !l->TryReserve(now, m.bytes)) {
+        VGPU_LOG(kWarn, "migration: the group's quota on {} is exceeded by this job's {} bytes",
+                 g_node_uuids[now].c_str(), m.bytes);
       }
-      moved.push_back({{"from", g_node_uuids[m.from]}, {"to", g_node_uuids[m.to]}, {"bytes", m.bytes}});
     }
+    if (l != nullptr && now != m.from) l->Release(m.from, m.bytes);
+    if (now == m.from) continue;
+    std::string error;
+    if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(now, &error)) {
+      VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
+    }
+    moved.push_back({{"from", g_node_uuids[m.from]}, {"to", g_node_uuids[now]}, {"bytes", m.bytes}});
   }
   for (int v = 0; v < rt.devices().count(); ++v) {
     std::string u = DriverUuid(rt.devices().ToPhysical(v));
