@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "sim/stream.h"
@@ -17,6 +18,15 @@ struct GraphNode {
   Op op;
   std::vector<GraphNode*> deps;
   struct Graph* owner = nullptr;
+  // The parameters an explicit cuGraphAdd*Node was given, returned as they
+  // were by the node's Get*Params query (captured nodes rebuild theirs from op).
+  std::optional<CUDA_MEMCPY3D> copy_params;
+  std::optional<CUDA_MEMSET_NODE_PARAMS> set_params;
+  CUkernel kern = nullptr;  // cuGraphAddKernelNode's kern, when it named one
+  CUcontext kern_ctx = nullptr;
+  // Storage the node owns for what its queries return by pointer.
+  std::vector<void*> kernel_args;
+  CUstreamBatchMemOpParams mem_op{};
 };
 
 struct Graph {
@@ -35,6 +45,9 @@ struct GraphExec {
   std::vector<std::vector<size_t>> deps;
   unsigned long long flags = 0;
   Context* ctx = nullptr;
+  // The instantiated graph's nodes (compared, never dereferenced: the graph
+  // may be gone), for cuGraphNodeGetEnabled.
+  std::vector<const GraphNode*> nodes;
 };
 
 // Called by Stream::Commit while the stream captures.

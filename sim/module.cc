@@ -126,6 +126,13 @@ CUresult PackKernelParams(CUfunction f, void** kernel_params, void** extra, Para
   return CUDA_SUCCESS;
 }
 
+bool KernelParamOffsets(CUfunction f, std::vector<uint32_t>* offsets) {
+  HandleRef h(f);
+  if (!h) return false;
+  *offsets = h->kernel->info.param_offsets;
+  return true;
+}
+
 CUresult CheckLaunchDims(CUfunction f, const LaunchDims& dims) {
   HandleRef h(f);
   if (!h) return CUDA_ERROR_INVALID_HANDLE;

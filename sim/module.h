@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace vgpu::sim {
 
@@ -48,6 +49,9 @@ class ParamBuffer {
 // CUDA_ERROR_NOT_FOUND (no host implementation: the message names the kernel
 // and the symbol that was looked for).
 CUresult PackKernelParams(CUfunction f, void** kernel_params, void** extra, ParamBuffer* out);
+// The byte offset of each of f's parameters in a packed ParamBuffer; false if
+// f is not a live function or kernel handle.
+bool KernelParamOffsets(CUfunction f, std::vector<uint32_t>* offsets);
 
 // Validates launch dimensions against the kernel and device limits
 // (CUDA_ERROR_INVALID_VALUE for a zero dimension or > 1024 threads per block,

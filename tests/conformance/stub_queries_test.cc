@@ -1,0 +1,334 @@
+// Queries that used to be NOT_SUPPORTED stubs in the simulator (issue 16:
+// "never a blanket NOT_SUPPORTED for a query"): graph and node queries.
+// Portable suites assert only what cuda.h documents; Sim* suites hold the
+// simulator's own answers.
+#include <cstring>
+#include <vector>
+
+#include "test_util.h"
+
+namespace vgpu::conformance {
+namespace {
+
+void HostNop(void*) {}
+
+// A small explicit graph:   k(kernel) -> c(memcpy) -> h(host)
+//                           s(memset) --------------^
+//                           e(empty, no edges)
+class GraphQueryTest : public KernelTest {
+ protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_CU_OK(cuMemAlloc(&a_, kBytes));
+    ASSERT_CU_OK(cuMemAlloc(&b_, kBytes));
+    ASSERT_CU_OK(cuGraphCreate(&g_, 0));
+    value_ = 7;
+    count_ = kBytes / 4;
+    void* args[] = {&a_, &value_, &count_};
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = add_;
+    kp.gridDimX = 2, kp.gridDimY = 1, kp.gridDimZ = 1;
+    kp.blockDimX = 128, kp.blockDimY = 1, kp.blockDimZ = 1;
+    kp.kernelParams = args;
+    ASSERT_CU_OK(cuGraphAddKernelNode(&k_, g_, nullptr, 0, &kp));
+    CUDA_MEMCPY3D cp{};
+    cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.srcDevice = a_;
+    cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.dstDevice = b_;
+    cp.WidthInBytes = kBytes;
+    cp.Height = 1;
+    cp.Depth = 1;
+    ASSERT_CU_OK(cuGraphAddMemcpyNode(&c_, g_, &k_, 1, &cp, ctx_));
+    CUDA_MEMSET_NODE_PARAMS sp{};
+    sp.dst = b_;
+    sp.elementSize = 4;
+    sp.width = 16;
+    sp.height = 1;
+    sp.pitch = 0;
+    sp.value = 0x1234;
+    ASSERT_CU_OK(cuGraphAddMemsetNode(&s_, g_, nullptr, 0, &sp, ctx_));
+    CUDA_HOST_NODE_PARAMS hp{};
+    hp.fn = HostNop;
+    hp.userData = &value_;
+    CUgraphNode hdeps[] = {c_, s_};
+    ASSERT_CU_OK(cuGraphAddHostNode(&h_, g_, hdeps, 2, &hp));
+    ASSERT_CU_OK(cuGraphAddEmptyNode(&e_, g_, nullptr, 0));
+  }
+  void TearDown() override {
+    if (g_ != nullptr) cuGraphDestroy(g_);
+    if (a_ != 0) cuMemFree(a_);
+    if (b_ != 0) cuMemFree(b_);
+    KernelTest::TearDown();
+  }
+  static constexpr size_t kBytes = 4096;
+  CUdeviceptr a_ = 0, b_ = 0;
+  uint32_t value_ = 0;
+  uint64_t count_ = 0;
+  CUgraph g_ = nullptr;
+  CUgraphNode k_ = nullptr, c_ = nullptr, s_ = nullptr, h_ = nullptr, e_ = nullptr;
+};
+
+bool Contains(const std::vector<CUgraphNode>& v, CUgraphNode n) {
+  for (CUgraphNode x : v) {
+    if (x == n) return true;
+  }
+  return false;
+}
+
+TEST_F(GraphQueryTest, RootNodes) {
+  size_t n = 0;
+  ASSERT_CU_OK(cuGraphGetRootNodes(g_, nullptr, &n));
+  ASSERT_EQ(n, 3u);
+  std::vector<CUgraphNode> roots(5, reinterpret_cast<CUgraphNode>(1));
+  n = roots.size();
+  ASSERT_CU_OK(cuGraphGetRootNodes(g_, roots.data(), &n));
+  EXPECT_EQ(n, 3u);
+  EXPECT_TRUE(Contains(roots, k_));
+  EXPECT_TRUE(Contains(roots, s_));
+  EXPECT_TRUE(Contains(roots, e_));
+  EXPECT_EQ(roots[3], nullptr);  // entries past the count are set to NULL
+  EXPECT_EQ(roots[4], nullptr);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphGetRootNodes(g_, nullptr, nullptr));
+}
+
+TEST_F(GraphQueryTest, Edges) {
+  size_t n = 0;
+  ASSERT_CU_OK(cuGraphGetEdges(g_, nullptr, nullptr, nullptr, &n));
+  ASSERT_EQ(n, 3u);
+  std::vector<CUgraphNode> from(4), to(4);
+  std::vector<CUgraphEdgeData> data(4);
+  std::memset(data.data(), 0xff, data.size() * sizeof(CUgraphEdgeData));
+  n = 4;
+  ASSERT_CU_OK(cuGraphGetEdges(g_, from.data(), to.data(), data.data(), &n));
+  ASSERT_EQ(n, 3u);
+  int seen = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    seen += (from[i] == k_ && to[i] == c_) + (from[i] == c_ && to[i] == h_) + (from[i] == s_ && to[i] == h_);
+    EXPECT_EQ(data[i].type, CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+    EXPECT_EQ(data[i].from_port, 0);
+    EXPECT_EQ(data[i].to_port, 0);
+  }
+  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(from[3], nullptr);
+  EXPECT_EQ(to[3], nullptr);
+  // edgeData may alone be NULL.
+  n = 4;
+  ASSERT_CU_OK(cuGraphGetEdges(g_, from.data(), to.data(), nullptr, &n));
+  EXPECT_EQ(n, 3u);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphGetEdges(g_, nullptr, nullptr, nullptr, nullptr));
+}
+
+TEST_F(GraphQueryTest, DependenciesAndDependents) {
+  struct Case {
+    CUgraphNode* node;
+    std::vector<CUgraphNode*> deps, dependents;
+  } cases[] = {
+      {&k_, {}, {&c_}},
+      {&c_, {&k_}, {&h_}},
+      {&s_, {}, {&h_}},
+      {&h_, {&c_, &s_}, {}},
+      {&e_, {}, {}},
+  };
+  for (const Case& c : cases) {
+    size_t n = 99;
+    ASSERT_CU_OK(cuGraphNodeGetDependencies(*c.node, nullptr, nullptr, &n));
+    EXPECT_EQ(n, c.deps.size());
+    std::vector<CUgraphNode> got(4);
+    std::vector<CUgraphEdgeData> data(4);
+    n = got.size();
+    ASSERT_CU_OK(cuGraphNodeGetDependencies(*c.node, got.data(), data.data(), &n));
+    EXPECT_EQ(n, c.deps.size());
+    for (CUgraphNode* d : c.deps) EXPECT_TRUE(Contains(got, *d));
+    EXPECT_EQ(got[c.deps.size()], nullptr);
+
+    n = 99;
+    ASSERT_CU_OK(cuGraphNodeGetDependentNodes(*c.node, nullptr, nullptr, &n));
+    EXPECT_EQ(n, c.dependents.size());
+    got.assign(4, nullptr);
+    n = got.size();
+    ASSERT_CU_OK(cuGraphNodeGetDependentNodes(*c.node, got.data(), nullptr, &n));
+    EXPECT_EQ(n, c.dependents.size());
+    for (CUgraphNode* d : c.dependents) EXPECT_TRUE(Contains(got, *d));
+  }
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphNodeGetDependencies(k_, nullptr, nullptr, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphNodeGetDependentNodes(k_, nullptr, nullptr, nullptr));
+}
+
+TEST_F(GraphQueryTest, KernelNodeParams) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  ASSERT_CU_OK(cuGraphKernelNodeGetParams(k_, &p));
+  EXPECT_EQ(p.func, add_);
+  EXPECT_EQ(p.gridDimX, 2u);
+  EXPECT_EQ(p.gridDimY, 1u);
+  EXPECT_EQ(p.gridDimZ, 1u);
+  EXPECT_EQ(p.blockDimX, 128u);
+  EXPECT_EQ(p.blockDimY, 1u);
+  EXPECT_EQ(p.blockDimZ, 1u);
+  EXPECT_EQ(p.sharedMemBytes, 0u);
+  // The node owns a copy of the argument values.
+  ASSERT_NE(p.kernelParams, nullptr);
+  CUdeviceptr ptr = 0;
+  uint32_t v = 0;
+  uint64_t count = 0;
+  std::memcpy(&ptr, p.kernelParams[0], sizeof(ptr));
+  std::memcpy(&v, p.kernelParams[1], sizeof(v));
+  std::memcpy(&count, p.kernelParams[2], sizeof(count));
+  EXPECT_EQ(ptr, a_);
+  EXPECT_EQ(v, 7u);
+  EXPECT_EQ(count, kBytes / 4);
+}
+
+TEST_F(GraphQueryTest, MemcpyMemsetHostNodeParams) {
+  CUDA_MEMCPY3D cp{};
+  ASSERT_CU_OK(cuGraphMemcpyNodeGetParams(c_, &cp));
+  EXPECT_EQ(cp.srcDevice, a_);
+  EXPECT_EQ(cp.dstDevice, b_);
+  EXPECT_EQ(cp.WidthInBytes, kBytes);
+  EXPECT_EQ(cp.Height, 1u);
+  EXPECT_EQ(cp.Depth, 1u);
+
+  CUDA_MEMSET_NODE_PARAMS sp{};
+  ASSERT_CU_OK(cuGraphMemsetNodeGetParams(s_, &sp));
+  EXPECT_EQ(sp.dst, b_);
+  EXPECT_EQ(sp.elementSize, 4u);
+  EXPECT_EQ(sp.width, 16u);
+  EXPECT_EQ(sp.height, 1u);
+  EXPECT_EQ(sp.value, 0x1234u);
+
+  CUDA_HOST_NODE_PARAMS hp{};
+  ASSERT_CU_OK(cuGraphHostNodeGetParams(h_, &hp));
+  EXPECT_EQ(hp.fn, &HostNop);
+  EXPECT_EQ(hp.userData, &value_);
+}
+
+// Each typed query refuses a node of another type (CUDA_ERROR_INVALID_VALUE).
+TEST_F(GraphQueryTest, TypedQueriesRefuseOtherNodeTypes) {
+  CUDA_KERNEL_NODE_PARAMS kp;
+  CUDA_MEMCPY3D cp;
+  CUDA_MEMSET_NODE_PARAMS sp;
+  CUDA_HOST_NODE_PARAMS hp;
+  CUgraph child;
+  CUevent ev;
+  CUDA_BATCH_MEM_OP_NODE_PARAMS bp;
+  for (CUgraphNode n : {k_, c_, s_, h_, e_}) {
+    if (n != k_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeGetParams(n, &kp));
+    if (n != c_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemcpyNodeGetParams(n, &cp));
+    if (n != s_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemsetNodeGetParams(n, &sp));
+    if (n != h_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphHostNodeGetParams(n, &hp));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphChildGraphNodeGetGraph(n, &child));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphEventRecordNodeGetEvent(n, &ev));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphEventWaitNodeGetEvent(n, &ev));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphBatchMemOpNodeGetParams(n, &bp));
+  }
+}
+
+TEST_F(GraphQueryTest, ExecFlagsAndEnabled) {
+  struct Case {
+    unsigned long long flags;
+  } cases[] = {{0}, {CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH}, {CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY}};
+  for (const Case& c : cases) {
+    CUgraphExec exec = nullptr;
+    ASSERT_CU_OK(cuGraphInstantiateWithFlags(&exec, g_, c.flags));
+    cuuint64_t flags = ~0ull;
+    ASSERT_CU_OK(cuGraphExecGetFlags(exec, &flags));
+    EXPECT_EQ(flags, c.flags);
+    unsigned enabled = 7;
+    for (CUgraphNode n : {k_, c_, s_}) {
+      ASSERT_CU_OK(cuGraphNodeGetEnabled(exec, n, &enabled));
+      EXPECT_EQ(enabled, 1u);  // nodes start enabled
+    }
+    // Only kernel, memcpy and memset nodes have an enabled state.
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphNodeGetEnabled(exec, h_, &enabled));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphExecGetFlags(exec, nullptr));
+    ASSERT_CU_OK(cuGraphExecDestroy(exec));
+  }
+}
+
+// The simulator's own answers for captured copies and memsets: their
+// resolved addresses, as CU_MEMORYTYPE_UNIFIED pointers.
+class SimGraphQueryTest : public GraphQueryTest {};
+
+TEST_F(SimGraphQueryTest, CapturedCopyAndMemsetAreUnifiedAddresses) {
+  SKIP_UNLESS_SIM();
+  CUstream st = nullptr;
+  ASSERT_CU_OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU_OK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU_OK(cuMemcpyDtoDAsync(b_, a_, 256, st));
+  ASSERT_CU_OK(cuMemsetD16Async(a_ + 64, 0xabcd, 32, st));
+  CUgraph graph = nullptr;
+  ASSERT_CU_OK(cuStreamEndCapture(st, &graph));
+  CUgraphNode nodes[2];
+  size_t n = 2;
+  ASSERT_CU_OK(cuGraphGetNodes(graph, nodes, &n));
+  ASSERT_EQ(n, 2u);
+  CUDA_MEMCPY3D cp{};
+  ASSERT_CU_OK(cuGraphMemcpyNodeGetParams(nodes[0], &cp));
+  EXPECT_EQ(cp.srcMemoryType, CU_MEMORYTYPE_UNIFIED);
+  EXPECT_EQ(cp.srcDevice, a_);
+  EXPECT_EQ(cp.dstDevice, b_);
+  EXPECT_EQ(cp.WidthInBytes, 256u);
+  CUDA_MEMSET_NODE_PARAMS sp{};
+  ASSERT_CU_OK(cuGraphMemsetNodeGetParams(nodes[1], &sp));
+  EXPECT_EQ(sp.dst, a_ + 64);
+  EXPECT_EQ(sp.elementSize, 2u);
+  EXPECT_EQ(sp.width, 32u);
+  EXPECT_EQ(sp.value, 0xabcdu);
+  // The captured chain: one edge from the copy to the memset.
+  CUgraphNode from = nullptr, to = nullptr;
+  n = 1;
+  ASSERT_CU_OK(cuGraphGetEdges(graph, &from, &to, nullptr, &n));
+  EXPECT_EQ(from, nodes[0]);
+  EXPECT_EQ(to, nodes[1]);
+  cuGraphDestroy(graph);
+  cuStreamDestroy(st);
+}
+
+// The sim captures cuEventRecord as an event-record node (a real driver turns
+// it into cross-stream dependencies) and a stream memory operation as a
+// one-operation batch node; their queries answer from them.
+TEST_F(SimGraphQueryTest, CapturedEventRecordAndMemOpNodes) {
+  SKIP_UNLESS_SIM();
+  CUstream st = nullptr;
+  ASSERT_CU_OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  CUevent ev = nullptr;
+  ASSERT_CU_OK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
+  ASSERT_CU_OK(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU_OK(cuEventRecord(ev, st));
+  ASSERT_CU_OK(cuStreamWriteValue32(st, a_, 5, 0));
+  CUgraph graph = nullptr;
+  ASSERT_CU_OK(cuStreamEndCapture(st, &graph));
+  size_t n = 0;
+  ASSERT_CU_OK(cuGraphGetNodes(graph, nullptr, &n));
+  std::vector<CUgraphNode> nodes(n);
+  ASSERT_CU_OK(cuGraphGetNodes(graph, nodes.data(), &n));
+  int records = 0, memops = 0;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType t;
+    ASSERT_CU_OK(cuGraphNodeGetType(node, &t));
+    if (t == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+      CUevent got = nullptr;
+      ASSERT_CU_OK(cuGraphEventRecordNodeGetEvent(node, &got));
+      EXPECT_EQ(got, ev);
+      ++records;
+    } else if (t == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
+      CUDA_BATCH_MEM_OP_NODE_PARAMS p{};
+      ASSERT_CU_OK(cuGraphBatchMemOpNodeGetParams(node, &p));
+      ASSERT_EQ(p.count, 1u);
+      ASSERT_NE(p.paramArray, nullptr);
+      EXPECT_EQ(p.paramArray[0].operation, CU_STREAM_MEM_OP_WRITE_VALUE_32);
+      EXPECT_EQ(p.paramArray[0].writeValue.address, a_);
+      EXPECT_EQ(p.paramArray[0].writeValue.value, 5u);
+      ++memops;
+    }
+  }
+  EXPECT_EQ(records, 1);
+  EXPECT_EQ(memops, 1);
+  cuGraphDestroy(graph);
+  cuEventDestroy(ev);
+  cuStreamDestroy(st);
+}
+
+}  // namespace
+}  // namespace vgpu::conformance
