@@ -10,6 +10,7 @@
 #include "sim/context.h"
 #include "sim/copy_engine.h"
 #include "sim/device_memory.h"
+#include "sim/sim_state.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
@@ -186,5 +187,153 @@ SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedA
     for (ArrayObject* a : m->levels) g_arrays->erase(a);
   }
   DestroyMipmap(m);
+  return CUDA_SUCCESS;
+}
+
+// ---- Descriptor (CUDA 3.x forms), memory-requirement and sparse queries ----
+
+namespace {
+
+// cuda.h declares the 32-bit descriptors only for the driver's own build.
+struct ArrayDescriptorV1 {
+  unsigned int Width, Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+struct Array3DDescriptorV1 {
+  unsigned int Width, Height, Depth;
+  CUarray_format Format;
+  unsigned int NumChannels, Flags;
+};
+
+// Arrays are mapped in the device's 2 MiB pages (cuMemGetAllocationGranularity's answer).
+constexpr size_t kArrayAlignment = size_t{2} << 20;
+// Sparse arrays are tiled in 64 KiB tiles.
+constexpr size_t kSparseTileBytes = size_t{64} << 10;
+
+size_t ArrayBytes(const CUDA_ARRAY3D_DESCRIPTOR& d) {
+  return d.Width * FormatBytes(d.Format) * d.NumChannels * (d.Height == 0 ? 1 : d.Height) *
+         (d.Depth == 0 ? 1 : d.Depth);
+}
+
+size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// The 64 KiB tile's extent in elements for an element of `bytes` bytes (the
+// standard tile shapes: 2D and 3D).
+void TileExtent(const CUDA_ARRAY3D_DESCRIPTOR& d, CUDA_ARRAY_SPARSE_PROPERTIES* p) {
+  const size_t elem = FormatBytes(d.Format) * d.NumChannels;
+  const bool three_d = d.Depth > 0 && (d.Flags & CUDA_ARRAY3D_LAYERED) == 0;
+  unsigned w = 256, h = 256, z = 1;  // 1-byte elements, 2D
+  if (three_d) {
+    // 1, 2, 4, 8, 16 bytes: 64x32x32, 32x32x32, 32x32x16, 32x16x16, 16x16x16.
+    static constexpr unsigned kShape[5][3] = {{64, 32, 32}, {32, 32, 32}, {32, 32, 16}, {32, 16, 16}, {16, 16, 16}};
+    size_t i = 0;
+    while ((size_t{1} << i) < elem && i < 4) ++i;
+    w = kShape[i][0], h = kShape[i][1], z = kShape[i][2];
+  } else {
+    // 1, 2, 4, 8, 16 bytes: 256x256, 256x128, 128x128, 128x64, 64x64.
+    for (size_t b = 1; b < elem && b < 16; b *= 2) {
+      if (h == w) h /= 2;
+      else w /= 2;
+    }
+  }
+  p->tileExtent.width = w;
+  p->tileExtent.height = d.Height == 0 ? 1 : h;
+  p->tileExtent.depth = z;
+}
+
+bool LiveMipmap(MipmappedArray* m) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_mipmaps->count(m) != 0;
+}
+
+}  // namespace
+
+#undef cuArrayGetDescriptor
+#undef cuArray3DGetDescriptor
+
+SIM_EXPORT CUresult CUDAAPI cuArrayGetDescriptor(ArrayDescriptorV1* out, CUarray h) {
+  SIM_ENTER("cuArrayGetDescriptor");
+  auto* a = reinterpret_cast<ArrayObject*>(h);
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!IsLiveArray(a)) return CUDA_ERROR_INVALID_HANDLE;
+  *out = {static_cast<unsigned>(a->desc.Width), static_cast<unsigned>(a->desc.Height), a->desc.Format,
+          a->desc.NumChannels};
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(Array3DDescriptorV1* out, CUarray h) {
+  SIM_ENTER("cuArray3DGetDescriptor");
+  auto* a = reinterpret_cast<ArrayObject*>(h);
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!IsLiveArray(a)) return CUDA_ERROR_INVALID_HANDLE;
+  *out = {static_cast<unsigned>(a->desc.Width), static_cast<unsigned>(a->desc.Height),
+          static_cast<unsigned>(a->desc.Depth), a->desc.Format, a->desc.NumChannels, a->desc.Flags};
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray array, CUdevice device) {
+  SIM_ENTER("cuArrayGetMemoryRequirements");
+  auto* a = reinterpret_cast<ArrayObject*>(array);
+  if (out == nullptr || !IsLiveArray(a)) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if ((a->desc.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) return CUDA_ERROR_INVALID_VALUE;
+  *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
+  out->size = RoundUp(ArrayBytes(a->desc), kArrayAlignment);
+  out->alignment = kArrayAlignment;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUmipmappedArray mipmap, CUdevice device) {
+  SIM_ENTER("cuMipmappedArrayGetMemoryRequirements");
+  auto* m = reinterpret_cast<MipmappedArray*>(mipmap);
+  if (out == nullptr || !LiveMipmap(m)) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if ((m->levels[0]->desc.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t bytes = 0;
+  for (const ArrayObject* a : m->levels) bytes += ArrayBytes(a->desc);
+  *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
+  out->size = RoundUp(bytes, kArrayAlignment);
+  out->alignment = kArrayAlignment;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUarray array) {
+  SIM_ENTER("cuArrayGetSparseProperties");
+  auto* a = reinterpret_cast<ArrayObject*>(array);
+  if (out == nullptr || !IsLiveArray(a)) return CUDA_ERROR_INVALID_VALUE;
+  // Not sparse, or a mipmapped array's level: the documented CUDA_ERROR_INVALID_VALUE.
+  if ((a->desc.Flags & CUDA_ARRAY3D_SPARSE) == 0 || a->mipmap_level) return CUDA_ERROR_INVALID_VALUE;
+  *out = CUDA_ARRAY_SPARSE_PROPERTIES{};
+  TileExtent(a->desc, out);
+  return CUDA_SUCCESS;  // flags 0: no single mip tail, miptailSize 0, miptailFirstLevel 0
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUmipmappedArray mipmap) {
+  SIM_ENTER("cuMipmappedArrayGetSparseProperties");
+  auto* m = reinterpret_cast<MipmappedArray*>(mipmap);
+  if (out == nullptr || !LiveMipmap(m)) return CUDA_ERROR_INVALID_VALUE;
+  const CUDA_ARRAY3D_DESCRIPTOR& d = m->levels[0]->desc;
+  if ((d.Flags & CUDA_ARRAY3D_SPARSE) == 0) return CUDA_ERROR_INVALID_VALUE;
+  *out = CUDA_ARRAY_SPARSE_PROPERTIES{};
+  TileExtent(d, out);
+  // The mip tail: the levels smaller than a tile in some dimension, packed in
+  // whole tiles (per layer for a layered array).
+  const bool layered = (d.Flags & CUDA_ARRAY3D_LAYERED) != 0;
+  const size_t layers = layered && d.Depth > 0 ? d.Depth : 1;
+  size_t tail = 0;
+  unsigned first = static_cast<unsigned>(m->levels.size());
+  for (unsigned l = 0; l < m->levels.size(); ++l) {
+    const CUDA_ARRAY3D_DESCRIPTOR& ld = m->levels[l]->desc;
+    bool small = ld.Width < out->tileExtent.width || (ld.Height > 0 && ld.Height < out->tileExtent.height) ||
+                 (!layered && ld.Depth > 0 && ld.Depth < out->tileExtent.depth);
+    if (!small) continue;
+    if (first == m->levels.size()) first = l;
+    tail += ArrayBytes(ld) / layers;
+  }
+  if (tail != 0) {
+    out->miptailFirstLevel = first;
+    out->miptailSize = RoundUp(tail, kSparseTileBytes);
+  }
   return CUDA_SUCCESS;
 }

@@ -2,6 +2,8 @@
 // "never a blanket NOT_SUPPORTED for a query"): graph and node queries.
 // Portable suites assert only what cuda.h documents; Sim* suites hold the
 // simulator's own answers.
+#include <dlfcn.h>
+
 #include <cstring>
 #include <vector>
 
@@ -328,6 +330,162 @@ TEST_F(SimGraphQueryTest, CapturedEventRecordAndMemOpNodes) {
   cuGraphDestroy(graph);
   cuEventDestroy(ev);
   cuStreamDestroy(st);
+}
+
+// ---- Arrays ----
+
+// The CUDA 3.x descriptors (32-bit fields), as the exported v1 entry points take them.
+struct ArrayDescriptorV1 {
+  unsigned int Width, Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+struct Array3DDescriptorV1 {
+  unsigned int Width, Height, Depth;
+  CUarray_format Format;
+  unsigned int NumChannels, Flags;
+};
+
+class ArrayQueryTest : public ContextTest {
+ protected:
+  static CUDA_ARRAY3D_DESCRIPTOR Desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags) {
+    CUDA_ARRAY3D_DESCRIPTOR x{};
+    x.Width = w, x.Height = h, x.Depth = d, x.Format = f, x.NumChannels = ch, x.Flags = flags;
+    return x;
+  }
+  int Attr(CUdevice_attribute a) {
+    int v = 0;
+    EXPECT_CU_OK(cuDeviceGetAttribute(&v, a, dev_));
+    return v;
+  }
+};
+
+TEST_F(ArrayQueryTest, LegacyDescriptorsMatchTheV2Ones) {
+  using Get2D = CUresult (*)(ArrayDescriptorV1*, CUarray);
+  using Get3D = CUresult (*)(Array3DDescriptorV1*, CUarray);
+  auto get2d = reinterpret_cast<Get2D>(dlsym(RTLD_DEFAULT, "cuArrayGetDescriptor"));
+  auto get3d = reinterpret_cast<Get3D>(dlsym(RTLD_DEFAULT, "cuArray3DGetDescriptor"));
+  ASSERT_NE(get2d, nullptr);
+  ASSERT_NE(get3d, nullptr);
+  const CUDA_ARRAY3D_DESCRIPTOR cases[] = {
+      Desc(64, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0),
+      Desc(100, 30, 0, CU_AD_FORMAT_FLOAT, 4, 0),
+      Desc(16, 8, 4, CU_AD_FORMAT_HALF, 2, 0),
+      Desc(32, 32, 3, CU_AD_FORMAT_SIGNED_INT32, 1, CUDA_ARRAY3D_LAYERED),
+  };
+  for (const CUDA_ARRAY3D_DESCRIPTOR& d : cases) {
+    CUarray a = nullptr;
+    ASSERT_CU_OK(cuArray3DCreate(&a, &d));
+    ArrayDescriptorV1 d1{};
+    Array3DDescriptorV1 d3{};
+    ASSERT_CU_OK(get2d(&d1, a));
+    ASSERT_CU_OK(get3d(&d3, a));
+    EXPECT_EQ(d1.Width, d.Width);
+    EXPECT_EQ(d1.Height, d.Height);
+    EXPECT_EQ(d1.Format, d.Format);
+    EXPECT_EQ(d1.NumChannels, d.NumChannels);
+    EXPECT_EQ(d3.Width, d.Width);
+    EXPECT_EQ(d3.Height, d.Height);
+    EXPECT_EQ(d3.Depth, d.Depth);
+    EXPECT_EQ(d3.Format, d.Format);
+    EXPECT_EQ(d3.NumChannels, d.NumChannels);
+    EXPECT_EQ(d3.Flags & CUDA_ARRAY3D_LAYERED, d.Flags & CUDA_ARRAY3D_LAYERED);
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, get2d(nullptr, a));
+    ASSERT_CU_OK(cuArrayDestroy(a));
+  }
+}
+
+// Arrays without CUDA_ARRAY3D_DEFERRED_MAPPING / CUDA_ARRAY3D_SPARSE: the
+// documented CUDA_ERROR_INVALID_VALUE.
+TEST_F(ArrayQueryTest, PlainArraysHaveNoMemoryRequirementsOrSparseProperties) {
+  CUDA_ARRAY3D_DESCRIPTOR d = Desc(64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+  CUarray a = nullptr;
+  ASSERT_CU_OK(cuArray3DCreate(&a, &d));
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  CUDA_ARRAY_SPARSE_PROPERTIES sp{};
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArrayGetMemoryRequirements(&req, a, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArrayGetSparseProperties(&sp, a));
+  ASSERT_CU_OK(cuArrayDestroy(a));
+  CUmipmappedArray m = nullptr;
+  ASSERT_CU_OK(cuMipmappedArrayCreate(&m, &d, 3));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMipmappedArrayGetMemoryRequirements(&req, m, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMipmappedArrayGetSparseProperties(&sp, m));
+  ASSERT_CU_OK(cuMipmappedArrayDestroy(m));
+}
+
+TEST_F(ArrayQueryTest, DeferredMappingArraysReportTheirSize) {
+  if (Attr(CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED) == 0) {
+    GTEST_SKIP() << "no deferred-mapping arrays on this device";
+  }
+  CUDA_ARRAY3D_DESCRIPTOR d = Desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_DEFERRED_MAPPING);
+  CUarray a = nullptr;
+  ASSERT_CU_OK(cuArray3DCreate(&a, &d));
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  ASSERT_CU_OK(cuArrayGetMemoryRequirements(&req, a, dev_));
+  EXPECT_GE(req.size, 256u * 256 * 16);
+  EXPECT_GT(req.alignment, 0u);
+  EXPECT_EQ(req.alignment & (req.alignment - 1), 0u);
+  ASSERT_CU_OK(cuArrayDestroy(a));
+}
+
+// The sim reports no deferred-mapping or sparse array support (it cannot map
+// them: cuMemMapArrayAsync is not modelled) but creates such arrays, dense,
+// and answers their queries: 2 MiB alignment, and 64 KiB tiles of the
+// standard shapes.
+class SimArrayQueryTest : public ArrayQueryTest {};
+
+TEST_F(SimArrayQueryTest, DeferredAndSparseArrays) {
+  SKIP_UNLESS_SIM();
+  CUDA_ARRAY3D_DESCRIPTOR d = Desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_DEFERRED_MAPPING);
+  CUarray a = nullptr;
+  ASSERT_CU_OK(cuArray3DCreate(&a, &d));
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  ASSERT_CU_OK(cuArrayGetMemoryRequirements(&req, a, dev_));
+  EXPECT_EQ(req.size, 2u << 20);  // 1 MiB rounded up to the alignment
+  EXPECT_EQ(req.alignment, 2u << 20);
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuArrayGetMemoryRequirements(&req, a, 99));
+  ASSERT_CU_OK(cuArrayDestroy(a));
+
+  struct Case {
+    size_t w, h, d;
+    CUarray_format f;
+    unsigned ch;
+    unsigned tw, th, td;
+  } cases[] = {
+      {1024, 1024, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 256, 256, 1},
+      {1024, 1024, 0, CU_AD_FORMAT_HALF, 1, 256, 128, 1},
+      {1024, 1024, 0, CU_AD_FORMAT_FLOAT, 1, 128, 128, 1},
+      {1024, 1024, 0, CU_AD_FORMAT_FLOAT, 2, 128, 64, 1},
+      {1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4, 64, 64, 1},
+      {128, 128, 128, CU_AD_FORMAT_UNSIGNED_INT8, 1, 64, 32, 32},
+      {128, 128, 128, CU_AD_FORMAT_FLOAT, 1, 32, 32, 16},
+      {128, 128, 128, CU_AD_FORMAT_FLOAT, 4, 16, 16, 16},
+  };
+  for (const Case& c : cases) {
+    CUDA_ARRAY3D_DESCRIPTOR sd = Desc(c.w, c.h, c.d, c.f, c.ch, CUDA_ARRAY3D_SPARSE);
+    ASSERT_CU_OK(cuArray3DCreate(&a, &sd));
+    CUDA_ARRAY_SPARSE_PROPERTIES sp{};
+    ASSERT_CU_OK(cuArrayGetSparseProperties(&sp, a));
+    EXPECT_EQ(sp.tileExtent.width, c.tw);
+    EXPECT_EQ(sp.tileExtent.height, c.th);
+    EXPECT_EQ(sp.tileExtent.depth, c.td);
+    EXPECT_EQ(sp.miptailFirstLevel, 0u);
+    EXPECT_EQ(sp.miptailSize, 0u);
+    ASSERT_CU_OK(cuArrayDestroy(a));
+  }
+  // A sparse mipmapped array: 512x512 floats, tile 128x128; levels 3 (64x64)
+  // and below form the mip tail.
+  CUDA_ARRAY3D_DESCRIPTOR md = Desc(512, 512, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE);
+  CUmipmappedArray m = nullptr;
+  ASSERT_CU_OK(cuMipmappedArrayCreate(&m, &md, 10));
+  CUDA_ARRAY_SPARSE_PROPERTIES sp{};
+  ASSERT_CU_OK(cuMipmappedArrayGetSparseProperties(&sp, m));
+  EXPECT_EQ(sp.miptailFirstLevel, 3u);
+  EXPECT_EQ(sp.miptailSize, 64u << 10);
+  CUarray level = nullptr;
+  ASSERT_CU_OK(cuMipmappedArrayGetLevel(&level, m, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArrayGetSparseProperties(&sp, level));  // use the mipmap's
+  ASSERT_CU_OK(cuMipmappedArrayDestroy(m));
 }
 
 }  // namespace
