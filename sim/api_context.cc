@@ -256,3 +256,42 @@ SIM_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
   SIM_ENTER("cuCtxPopCurrent");
   return PopContext(pctx);
 }
+
+SIM_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  SIM_ENTER("cuCtxGetDevice_v2");
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx == nullptr) {
+    Context* c = CurrentContextOrNull();
+    if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *device = c->device;
+    return CUDA_SUCCESS;
+  }
+  const int d = ContextDevice(ctx);
+  if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = d;
+  return CUDA_SUCCESS;
+}
+
+// Contexts are never limited to some SMs here (cuDeviceGetExecAffinitySupport
+// says 0, as a GPU outside MPS does): a context's affinity is the whole device.
+SIM_EXPORT CUresult CUDAAPI cuCtxGetExecAffinity(CUexecAffinityParam* pExecAffinity, CUexecAffinityType type) {
+  SIM_ENTER("cuCtxGetExecAffinity");
+  if (pExecAffinity == nullptr || type != CU_EXEC_AFFINITY_TYPE_SM_COUNT) return CUDA_ERROR_INVALID_VALUE;
+  Context* c = CurrentContextOrNull();
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *pExecAffinity = CUexecAffinityParam{};
+  pExecAffinity->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+  pExecAffinity->param.smCount.val =
+      static_cast<unsigned>(State()->config.devices[static_cast<size_t>(c->device)].sm_count);
+  return CUDA_SUCCESS;
+}
+
+// sm_90 has one shared-memory bank width, 4 bytes (cuCtxSetSharedMemConfig
+// cannot change it).
+SIM_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  SIM_ENTER("cuCtxGetSharedMemConfig");
+  if (pConfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}

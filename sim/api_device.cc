@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "sim/api_common.h"
+#include "sim/copy_engine.h"
 #include "sim/sim_state.h"
 
 namespace vgpu::sim {
@@ -196,4 +197,74 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop* prop, CUdevice dev)
   prop->clockRate = Attribute(d, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
   prop->textureAlign = 512;
   return CUDA_SUCCESS;
+}
+
+// ---- Device queries that answer from the modelled H100 ----
+
+// Contexts limited to some SMs (CU_EXEC_AFFINITY_TYPE_SM_COUNT) need MPS on a
+// GPU; the sim does not model them.
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetExecAffinitySupport");
+  if (pi == nullptr || type < 0 || type >= CU_EXEC_AFFINITY_TYPE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = 0;
+  return CUDA_SUCCESS;
+}
+
+// 2^28 elements, the 1D linear texture limit of compute capability 9.0, for
+// every valid element format of 1, 2 or 4 channels.
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetTexture1DLinearMaxWidth");
+  if (maxWidthInElements == nullptr || FormatBytes(format) == 0 ||
+      (numChannels != 1 && numChannels != 2 && numChannels != 4)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *maxWidthInElements = size_t{1} << 28;
+  return CUDA_SUCCESS;
+}
+
+// The host link is PCIe without native atomics
+// (CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0): no capability.
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations, unsigned int count, CUdevice dev) {
+  SIM_ENTER("cuDeviceGetHostAtomicCapabilities");
+  if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (capabilities == nullptr || operations == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    if (operations[i] < 0 || operations[i] >= CU_ATOMIC_OPERATION_MAX) return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (unsigned i = 0; i < count; ++i) capabilities[i] = 0;
+  return CUDA_SUCCESS;
+}
+
+// No graph memory nodes exist here (cuGraphAddMemAllocNode is not modelled):
+// graphs hold and reserve no memory, and the high watermarks reset to 0.
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
+  SIM_ENTER("cuDeviceGetGraphMemAttribute");
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = 0;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
+  SIM_ENTER("cuDeviceSetGraphMemAttribute");
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+      // "High watermark can only be reset to zero."
+      return *static_cast<const cuuint64_t*>(value) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
 }

@@ -135,3 +135,86 @@ SIM_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* dyna
   *dynamicSmemSize = std::min<size_t>(per_block > fixed ? per_block - fixed : 0, MaxDynamicShared(h.get()));
   return CUDA_SUCCESS;
 }
+
+// ---- Thread-block clusters ----
+//
+// A cluster's blocks run at once on the SMs of one GPC. The modelled H100 has
+// its SMs in GPCs of 16 (132 SMs: 8 GPCs, 4 of them with 17). Cluster sizes up
+// to 8 are portable; up to 16 for a kernel that allows non-portable sizes.
+
+namespace {
+
+constexpr int kSmsPerGpc = 16;
+constexpr int kPortableClusterSize = 8;
+constexpr int kMaxClusterSize = 16;
+
+struct ClusterQuery {
+  int sms = 132;
+  int blocks_per_sm = 0;
+  int max_size = kPortableClusterSize;  // the largest size the kernel may use
+  int required = 0;                     // the kernel's required size, 0 if none
+  int config_size = 0;                  // the config's cluster dimension, 0 if none
+};
+
+CUresult PrepareClusterQuery(CUfunction func, const CUlaunchConfig* config, ClusterQuery* q) {
+  if (config == nullptr || (config->numAttrs > 0 && config->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  HandleRef h(func);
+  if (!h) return CUDA_ERROR_INVALID_HANDLE;
+  Context* ctx = CurrentContextOrNull();
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  q->sms = std::max(1, State()->config.devices[static_cast<size_t>(ctx->device)].sm_count);
+  const uint64_t threads = uint64_t{config->blockDimX} * config->blockDimY * config->blockDimZ;
+  if (threads == 0 || threads > 1024) return CUDA_ERROR_INVALID_VALUE;
+  q->blocks_per_sm = BlocksPerSm(h.get(), static_cast<int>(threads), config->sharedMemBytes);
+  if (Attribute(h.get(), CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) != 0) q->max_size = kMaxClusterSize;
+  const int rw = Attribute(h.get(), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
+  if (rw > 0) {
+    q->required = rw * std::max(1, Attribute(h.get(), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)) *
+                  std::max(1, Attribute(h.get(), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH));
+  }
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      const auto& d = config->attrs[i].value.clusterDim;
+      q->config_size = static_cast<int>(d.x * std::max(1u, d.y) * std::max(1u, d.z));
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func, const CUlaunchConfig* config) {
+  SIM_ENTER("cuOccupancyMaxPotentialClusterSize");
+  if (clusterSize == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ClusterQuery q;
+  if (CUresult r = PrepareClusterQuery(func, config, &q); r != CUDA_SUCCESS) return r;
+  // The config's cluster dimensions are ignored; a required size is the answer.
+  if (q.required > 0) {
+    *clusterSize = q.required;
+    return CUDA_SUCCESS;
+  }
+  *clusterSize = std::min(q.max_size, kSmsPerGpc * q.blocks_per_sm);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func, const CUlaunchConfig* config) {
+  SIM_ENTER("cuOccupancyMaxActiveClusters");
+  if (numClusters == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ClusterQuery q;
+  if (CUresult r = PrepareClusterQuery(func, config, &q); r != CUDA_SUCCESS) return r;
+  // The size comes from the config or the kernel's requirement (they must agree).
+  int size = q.config_size > 0 ? q.config_size : q.required;
+  if (size <= 0 || (q.required > 0 && q.config_size > 0 && q.config_size != q.required)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (size > q.max_size) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  // Clusters per GPC, GPC by GPC (the SMs past 16 per GPC spread one each).
+  const int gpcs = std::max(1, q.sms / kSmsPerGpc);
+  int total = 0;
+  for (int g = 0; g < gpcs; ++g) {
+    const int sms = q.sms / gpcs + (g < q.sms % gpcs ? 1 : 0);
+    total += sms * q.blocks_per_sm / size;
+  }
+  *numClusters = total;
+  return CUDA_SUCCESS;
+}

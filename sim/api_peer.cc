@@ -80,3 +80,50 @@ SIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
   }
   return CUDA_SUCCESS;
 }
+
+// Atomics over a peer link (VGPU_SIM_P2P): those of an sm_90 device on its own
+// memory, all natively (CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED 1,
+// ONLY_PARTIAL 0); none between devices without a link.
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations, unsigned int count, CUdevice srcDevice, CUdevice dstDevice) {
+  SIM_ENTER("cuDeviceGetP2PAtomicCapabilities");
+  if (!ValidDevice(srcDevice) || !ValidDevice(dstDevice) || srcDevice == dstDevice) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  if (capabilities == nullptr || operations == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    if (operations[i] < 0 || operations[i] >= CU_ATOMIC_OPERATION_MAX) return CUDA_ERROR_INVALID_VALUE;
+  }
+  const bool linked = Peers(srcDevice, dstDevice);
+  constexpr unsigned kInt = CU_ATOMIC_CAPABILITY_SIGNED | CU_ATOMIC_CAPABILITY_UNSIGNED |
+                            CU_ATOMIC_CAPABILITY_SCALAR_32 | CU_ATOMIC_CAPABILITY_SCALAR_64;
+  for (unsigned i = 0; i < count; ++i) {
+    unsigned caps = 0;
+    switch (operations[i]) {
+      case CU_ATOMIC_OPERATION_INTEGER_ADD:
+      case CU_ATOMIC_OPERATION_INTEGER_MIN:
+      case CU_ATOMIC_OPERATION_INTEGER_MAX:
+      case CU_ATOMIC_OPERATION_AND:
+      case CU_ATOMIC_OPERATION_OR:
+      case CU_ATOMIC_OPERATION_XOR:
+        caps = kInt | CU_ATOMIC_CAPABILITY_REDUCTION;
+        break;
+      case CU_ATOMIC_OPERATION_INTEGER_INCREMENT:
+      case CU_ATOMIC_OPERATION_INTEGER_DECREMENT:
+        caps = CU_ATOMIC_CAPABILITY_UNSIGNED | CU_ATOMIC_CAPABILITY_SCALAR_32;
+        break;
+      case CU_ATOMIC_OPERATION_EXCHANGE:
+      case CU_ATOMIC_OPERATION_CAS:
+        caps = kInt | CU_ATOMIC_CAPABILITY_SCALAR_128;
+        break;
+      case CU_ATOMIC_OPERATION_FLOAT_ADD:
+        caps = CU_ATOMIC_CAPABILITY_SIGNED | CU_ATOMIC_CAPABILITY_SCALAR_32 | CU_ATOMIC_CAPABILITY_SCALAR_64 |
+               CU_ATOMIC_CAPABILITY_REDUCTION | CU_ATOMIC_CAPABILITY_VECTOR_32x4;
+        break;
+      default:  // float min/max: no sm_90 instruction
+        caps = 0;
+        break;
+    }
+    capabilities[i] = linked ? caps : 0;
+  }
+  return CUDA_SUCCESS;
+}

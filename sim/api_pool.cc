@@ -325,3 +325,69 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_a
   Pool* p = LivePool(pool);
   return p == nullptr ? CUDA_ERROR_INVALID_VALUE : SetAttr(p, attr, value);
 }
+
+// ---- CUDA 13's location-based pool queries and pool access ----
+
+namespace {
+
+// The sim's pools are device pools of pinned memory; host (HOST, HOST_NUMA)
+// and managed pools are not modelled (CUDA_ERROR_NOT_SUPPORTED, a documented
+// answer of these calls). Other combinations are CUDA_ERROR_INVALID_VALUE.
+CUresult DevicePoolLocation(const CUmemLocation* location, CUmemAllocationType type, int* device) {
+  if (location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUmemLocationType t = location->type;
+  if (type == CU_MEM_ALLOCATION_TYPE_PINNED) {
+    if (t == CU_MEM_LOCATION_TYPE_DEVICE) {
+      if (!ValidDevice(location->id)) return CUDA_ERROR_INVALID_DEVICE;
+      *device = location->id;
+      return CUDA_SUCCESS;
+    }
+    if (t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA) return CUDA_ERROR_NOT_SUPPORTED;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    if (t == CU_MEM_LOCATION_TYPE_DEVICE || t == CU_MEM_LOCATION_TYPE_HOST ||
+        t == CU_MEM_LOCATION_TYPE_HOST_NUMA || t == CU_MEM_LOCATION_TYPE_NONE) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  SIM_ENTER("cuMemGetDefaultMemPool");
+  if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  if (CUresult r = DevicePoolLocation(location, type, &dev); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  DefaultPool(dev);
+  *pool_out = reinterpret_cast<CUmemoryPool>(g_default[dev]);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  SIM_ENTER("cuMemGetMemPool");
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  if (CUresult r = DevicePoolLocation(location, type, &dev); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  *pool = reinterpret_cast<CUmemoryPool>(DefaultPool(dev));
+  return CUDA_SUCCESS;
+}
+
+// A pool's memory is read-write from its own device; other devices have no
+// access (cuMemPoolSetAccess, which would grant it, is not modelled).
+SIM_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool, CUmemLocation* location) {
+  SIM_ENTER("cuMemPoolGetAccess");
+  if (flags == nullptr || location == nullptr || location->type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!ValidDevice(location->id)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  Pool* p = LivePool(memPool);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *flags = p->device == location->id ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
+}

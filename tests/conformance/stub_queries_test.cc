@@ -4,6 +4,7 @@
 // simulator's own answers.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -486,6 +487,241 @@ TEST_F(SimArrayQueryTest, DeferredAndSparseArrays) {
   ASSERT_CU_OK(cuMipmappedArrayGetLevel(&level, m, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuArrayGetSparseProperties(&sp, level));  // use the mipmap's
   ASSERT_CU_OK(cuMipmappedArrayDestroy(m));
+}
+
+// ---- Context and device queries ----
+
+class DeviceQueryTest : public KernelTest {
+ protected:
+  int Attr(CUdevice_attribute a) {
+    int v = 0;
+    EXPECT_CU_OK(cuDeviceGetAttribute(&v, a, dev_));
+    return v;
+  }
+  static CUlaunchConfig Config(unsigned block, unsigned grid, CUlaunchAttribute* attr, unsigned cluster) {
+    CUlaunchConfig c{};
+    c.gridDimX = grid, c.gridDimY = 1, c.gridDimZ = 1;
+    c.blockDimX = block, c.blockDimY = 1, c.blockDimZ = 1;
+    if (cluster > 0) {
+      *attr = CUlaunchAttribute{};
+      attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr->value.clusterDim.x = cluster;
+      attr->value.clusterDim.y = 1;
+      attr->value.clusterDim.z = 1;
+      c.attrs = attr;
+      c.numAttrs = 1;
+    }
+    return c;
+  }
+};
+
+TEST_F(DeviceQueryTest, CtxGetDeviceV2) {
+  CUdevice d = -1;
+  ASSERT_CU_OK(cuCtxGetDevice_v2(&d, nullptr));  // NULL: the current context's device
+  EXPECT_EQ(d, dev_);
+  d = -1;
+  ASSERT_CU_OK(cuCtxGetDevice_v2(&d, ctx_));
+  EXPECT_EQ(d, dev_);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxGetDevice_v2(nullptr, ctx_));
+}
+
+TEST_F(DeviceQueryTest, ExecAffinity) {
+  int supported = -1;
+  ASSERT_CU_OK(cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_SM_COUNT, dev_));
+  EXPECT_TRUE(supported == 0 || supported == 1);
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_SM_COUNT, 1000));
+  CUexecAffinityParam p{};
+  CUresult r = cuCtxGetExecAffinity(&p, CU_EXEC_AFFINITY_TYPE_SM_COUNT);
+  if (r == CUDA_SUCCESS) {
+    EXPECT_GT(p.param.smCount.val, 0u);
+    EXPECT_LE(p.param.smCount.val, static_cast<unsigned>(Attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)));
+  } else {
+    EXPECT_EQ(r, CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+  }
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxGetExecAffinity(nullptr, CU_EXEC_AFFINITY_TYPE_SM_COUNT));
+}
+
+TEST_F(DeviceQueryTest, SharedMemConfigAndTexture1DLinearWidth) {
+  CUsharedconfig cfg = static_cast<CUsharedconfig>(-1);
+  ASSERT_CU_OK(cuCtxGetSharedMemConfig(&cfg));
+  EXPECT_TRUE(cfg == CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE || cfg == CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE ||
+              cfg == CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE);
+  const struct {
+    CUarray_format f;
+    unsigned ch;
+  } cases[] = {{CU_AD_FORMAT_UNSIGNED_INT8, 1}, {CU_AD_FORMAT_FLOAT, 1}, {CU_AD_FORMAT_FLOAT, 4}, {CU_AD_FORMAT_HALF, 2}};
+  for (const auto& c : cases) {
+    size_t w = 0;
+    ASSERT_CU_OK(cuDeviceGetTexture1DLinearMaxWidth(&w, c.f, c.ch, dev_));
+    EXPECT_GT(w, 0u);
+  }
+  size_t w = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 1, 1000));
+}
+
+TEST_F(DeviceQueryTest, AtomicCapabilitiesValidateTheirArguments) {
+  const CUatomicOperation ops[] = {CU_ATOMIC_OPERATION_INTEGER_ADD, CU_ATOMIC_OPERATION_CAS, CU_ATOMIC_OPERATION_FLOAT_ADD};
+  unsigned caps[3] = {};
+  ASSERT_CU_OK(cuDeviceGetHostAtomicCapabilities(caps, ops, 3, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetHostAtomicCapabilities(caps, ops, 0, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetHostAtomicCapabilities(nullptr, ops, 3, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetHostAtomicCapabilities(caps, nullptr, 3, dev_));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetHostAtomicCapabilities(caps, ops, 3, 1000));
+  // The same device on both ends is not a link.
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetP2PAtomicCapabilities(caps, ops, 3, dev_, dev_));
+}
+
+TEST_F(DeviceQueryTest, GraphMemAttributes) {
+  const CUgraphMem_attribute attrs[] = {CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+                                        CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH};
+  for (CUgraphMem_attribute a : attrs) {
+    cuuint64_t v = ~0ull;
+    ASSERT_CU_OK(cuDeviceGetGraphMemAttribute(dev_, a, &v));
+    EXPECT_NE(v, ~0ull);
+  }
+  // No graph of this process allocates memory: nothing is in use.
+  cuuint64_t used = ~0ull;
+  ASSERT_CU_OK(cuDeviceGetGraphMemAttribute(dev_, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
+  EXPECT_EQ(used, 0u);
+  cuuint64_t zero = 0;
+  EXPECT_CU_OK(cuDeviceSetGraphMemAttribute(dev_, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+  EXPECT_CU_OK(cuDeviceSetGraphMemAttribute(dev_, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &zero));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetGraphMemAttribute(1000, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &used));
+}
+
+TEST_F(DeviceQueryTest, LocationBasedPoolsAreTheDevicePools) {
+  CUmemLocation loc{};
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = dev_;
+  CUmemoryPool by_loc = nullptr, by_dev = nullptr;
+  ASSERT_CU_OK(cuMemGetDefaultMemPool(&by_loc, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  ASSERT_CU_OK(cuDeviceGetDefaultMemPool(&by_dev, dev_));
+  EXPECT_EQ(by_loc, by_dev);
+  ASSERT_CU_OK(cuMemGetMemPool(&by_loc, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  ASSERT_CU_OK(cuDeviceGetMemPool(&by_dev, dev_));
+  EXPECT_EQ(by_loc, by_dev);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetDefaultMemPool(&by_loc, nullptr, CU_MEM_ALLOCATION_TYPE_PINNED));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetMemPool(&by_loc, &loc, CU_MEM_ALLOCATION_TYPE_INVALID));
+  loc.type = CU_MEM_LOCATION_TYPE_INVALID;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetDefaultMemPool(&by_loc, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+
+  // A device's pool is read-write from the device itself.
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  ASSERT_CU_OK(cuMemPoolGetAccess(&flags, by_dev, &loc));
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+}
+
+TEST_F(DeviceQueryTest, ClusterOccupancy) {
+  if (Attr(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH) == 0) GTEST_SKIP() << "no cluster launch";
+  CUlaunchAttribute attr;
+  CUlaunchConfig c = Config(128, 16, &attr, 0);
+  int size = 0;
+  ASSERT_CU_OK(cuOccupancyMaxPotentialClusterSize(&size, add_, &c));
+  EXPECT_GE(size, 1);
+  EXPECT_LE(size, 8);  // portable unless the kernel allows more
+  for (unsigned cluster : {1u, 2u, 4u, 8u}) {
+    c = Config(128, 16, &attr, cluster);
+    int clusters = 0;
+    ASSERT_CU_OK(cuOccupancyMaxActiveClusters(&clusters, add_, &c));
+    EXPECT_GT(clusters, 0) << cluster;
+  }
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveClusters(nullptr, add_, &c));
+}
+
+// The simulator's own answers.
+class SimDeviceQueryTest : public DeviceQueryTest {};
+
+TEST_F(SimDeviceQueryTest, ModelledValues) {
+  SKIP_UNLESS_SIM();
+  int supported = -1;
+  ASSERT_CU_OK(cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_SM_COUNT, dev_));
+  EXPECT_EQ(supported, 0);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_MAX, dev_));
+  CUexecAffinityParam p{};
+  ASSERT_CU_OK(cuCtxGetExecAffinity(&p, CU_EXEC_AFFINITY_TYPE_SM_COUNT));
+  EXPECT_EQ(p.param.smCount.val, static_cast<unsigned>(Attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)));
+  CUsharedconfig cfg;
+  ASSERT_CU_OK(cuCtxGetSharedMemConfig(&cfg));
+  EXPECT_EQ(cfg, CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE);
+  size_t w = 0;
+  ASSERT_CU_OK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 4, dev_));
+  EXPECT_EQ(w, size_t{1} << 28);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 3, dev_));
+
+  // Host atomics: none natively over PCIe, as HOST_NATIVE_ATOMIC_SUPPORTED says.
+  const CUatomicOperation ops[] = {CU_ATOMIC_OPERATION_INTEGER_ADD, CU_ATOMIC_OPERATION_CAS,
+                                   CU_ATOMIC_OPERATION_FLOAT_ADD};
+  unsigned caps[3] = {9, 9, 9};
+  ASSERT_CU_OK(cuDeviceGetHostAtomicCapabilities(caps, ops, 3, dev_));
+  for (unsigned c : caps) EXPECT_EQ(c, 0u);
+  EXPECT_EQ(Attr(CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED), 0);
+  const CUatomicOperation bad = CU_ATOMIC_OPERATION_MAX;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetHostAtomicCapabilities(caps, &bad, 1, dev_));
+  int count = 0;
+  ASSERT_CU_OK(cuDeviceGetCount(&count));
+  if (count > 1) {
+    // P2P atomics follow the link (VGPU_SIM_P2P): all or nothing.
+    int native = -1;
+    ASSERT_CU_OK(cuDeviceGetP2PAttribute(&native, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, 0, 1));
+    ASSERT_CU_OK(cuDeviceGetP2PAtomicCapabilities(caps, ops, 3, 0, 1));
+    for (unsigned c : caps) EXPECT_EQ(c != 0, native != 0);
+  }
+
+  // Graph memory: none; high watermarks reset only to 0.
+  cuuint64_t one = 1;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetGraphMemAttribute(dev_, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceSetGraphMemAttribute(dev_, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &one));
+
+  // Host and managed pools are not modelled.
+  CUmemLocation loc{};
+  loc.type = CU_MEM_LOCATION_TYPE_HOST;
+  CUmemoryPool pool = nullptr;
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemGetDefaultMemPool(&pool, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  loc.type = CU_MEM_LOCATION_TYPE_NONE;
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemGetMemPool(&pool, &loc, CU_MEM_ALLOCATION_TYPE_MANAGED));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetMemPool(&pool, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = 1000;
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuMemGetDefaultMemPool(&pool, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+  if (count > 1) {
+    // Another device has no access to a pool (cuMemPoolSetAccess is not modelled).
+    ASSERT_CU_OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    loc.id = 1;
+    CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ASSERT_CU_OK(cuMemPoolGetAccess(&flags, pool, &loc));
+    EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  }
+}
+
+// Clusters fit in a GPC of 16 SMs (132 SMs: 8 GPCs, 4 with 17).
+TEST_F(SimDeviceQueryTest, ClusterOccupancyModel) {
+  SKIP_UNLESS_SIM();
+  CUlaunchAttribute attr;
+  CUlaunchConfig c = Config(128, 16, &attr, 0);
+  int size = 0;
+  ASSERT_CU_OK(cuOccupancyMaxPotentialClusterSize(&size, add_, &c));
+  EXPECT_EQ(size, 8);
+  int blocks = 0;
+  ASSERT_CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, add_, 128, 0));
+  ASSERT_GT(blocks, 0);
+  const int sms = Attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  for (int cluster : {1, 2, 4, 8}) {
+    c = Config(128, 16, &attr, static_cast<unsigned>(cluster));
+    int clusters = 0;
+    ASSERT_CU_OK(cuOccupancyMaxActiveClusters(&clusters, add_, &c));
+    const int gpcs = std::max(1, sms / 16);
+    int want = 0;
+    for (int g = 0; g < gpcs; ++g) want += (sms / gpcs + (g < sms % gpcs ? 1 : 0)) * blocks / cluster;
+    EXPECT_EQ(clusters, want) << cluster;
+  }
+  // No cluster size (neither in the config nor required by the kernel), or a
+  // non-portable one the kernel does not allow.
+  c = Config(128, 16, &attr, 0);
+  int clusters = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuOccupancyMaxActiveClusters(&clusters, add_, &c));
+  c = Config(128, 16, &attr, 16);
+  EXPECT_CU(CUDA_ERROR_INVALID_CLUSTER_SIZE, cuOccupancyMaxActiveClusters(&clusters, add_, &c));
 }
 
 }  // namespace
