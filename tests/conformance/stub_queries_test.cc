@@ -10,6 +10,9 @@
 
 #include "test_util.h"
 
+// cuCtxGetSharedMemConfig is deprecated in CUDA 13 but still exported and answered.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 namespace vgpu::conformance {
 namespace {
 
@@ -216,10 +219,18 @@ TEST_F(GraphQueryTest, TypedQueriesRefuseOtherNodeTypes) {
   CUevent ev;
   CUDA_BATCH_MEM_OP_NODE_PARAMS bp;
   for (CUgraphNode n : {k_, c_, s_, h_, e_}) {
-    if (n != k_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeGetParams(n, &kp));
-    if (n != c_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemcpyNodeGetParams(n, &cp));
-    if (n != s_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemsetNodeGetParams(n, &sp));
-    if (n != h_) EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphHostNodeGetParams(n, &hp));
+    if (n != k_) {
+      EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeGetParams(n, &kp));
+    }
+    if (n != c_) {
+      EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemcpyNodeGetParams(n, &cp));
+    }
+    if (n != s_) {
+      EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphMemsetNodeGetParams(n, &sp));
+    }
+    if (n != h_) {
+      EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphHostNodeGetParams(n, &hp));
+    }
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphChildGraphNodeGetGraph(n, &child));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphEventRecordNodeGetEvent(n, &ev));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphEventWaitNodeGetEvent(n, &ev));
