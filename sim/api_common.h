@@ -15,6 +15,17 @@ CUresult ApiEnter(const char* name);
 // cuGetErrorString, ...): fault injection only.
 CUresult ApiEnterNoInit(const char* name);
 
+// The integer an application passed for an enum argument. Read through
+// memcpy: loading an enum object that holds no enumerator's value is undefined
+// (UBSan reports it), and validating such arguments is exactly the sim's job.
+template <typename E>
+int RawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v = 0;
+  __builtin_memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 // Writes a one-line diagnostic to stderr (prefixed "vgpu-sim: "). Used for
 // errors the issue wants explained (bad config, unknown kernel), never on a
 // success path.

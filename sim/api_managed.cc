@@ -151,7 +151,7 @@ CUresult Advise(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation 
   if (CUresult r = ManagedRange(p, count, &start, &end); r != CUDA_SUCCESS) return r;
   Loc loc;
   uint32_t bit = 0;
-  switch (advice) {
+  switch (RawEnum(advice)) {
     case CU_MEM_ADVISE_SET_READ_MOSTLY:
     case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
     case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:

@@ -109,7 +109,7 @@ CUresult Batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams* param
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = params[i];
     CUresult r = CUDA_SUCCESS;
-    switch (p.operation) {
+    switch (RawEnum(p.operation)) {
       case CU_STREAM_MEM_OP_WAIT_VALUE_32:
         r = PrepareWait(p.waitValue.address, p.waitValue.value, p.waitValue.flags, 4, &ops[i]);
         break;
@@ -196,7 +196,8 @@ CUresult SetAttribute(CUstream h, CUstreamAttrID attr, const CUstreamAttrValue* 
       return CUDA_SUCCESS;
     }
     case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
-      if (v->syncPolicy < CU_SYNC_POLICY_AUTO || v->syncPolicy > CU_SYNC_POLICY_BLOCKING_SYNC) {
+      if (RawEnum(v->syncPolicy) < CU_SYNC_POLICY_AUTO ||
+          RawEnum(v->syncPolicy) > CU_SYNC_POLICY_BLOCKING_SYNC) {
         return CUDA_ERROR_INVALID_VALUE;
       }
       s->attrs.sync_policy = v->syncPolicy;
