@@ -826,7 +826,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_execs->count(e) == 0) return CUDA_ERROR_INVALID_VALUE;
-  *flags = e->flags;
+  // Driver 580 does not report USE_NODE_PRIORITY back (H100, 2026-11-26).
+  *flags = e->flags & ~static_cast<cuuint64_t>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
   return CUDA_SUCCESS;
 }
 

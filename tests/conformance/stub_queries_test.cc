@@ -247,7 +247,10 @@ TEST_F(GraphQueryTest, ExecFlagsAndEnabled) {
     ASSERT_CU_OK(cuGraphInstantiateWithFlags(&exec, g_, c.flags));
     cuuint64_t flags = ~0ull;
     ASSERT_CU_OK(cuGraphExecGetFlags(exec, &flags));
-    EXPECT_EQ(flags, c.flags);
+    // Driver 580 reports AUTO_FREE_ON_LAUNCH back but not USE_NODE_PRIORITY
+    // (H100, 2026-11-26).
+    EXPECT_EQ(flags, c.flags & ~static_cast<unsigned long long>(
+                                   CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
     unsigned enabled = 7;
     for (CUgraphNode n : {k_, c_, s_}) {
       ASSERT_CU_OK(cuGraphNodeGetEnabled(exec, n, &enabled));
@@ -372,7 +375,11 @@ class ArrayQueryTest : public ContextTest {
   }
 };
 
+// Sim only: driver 580 answers the CUDA 3.x cuArrayGetDescriptor of an array
+// made with cuArray3DCreate_v2 with CUDA_ERROR_INVALID_CONTEXT (H100,
+// 2026-11-26; docs/sim.md lists it among the differences).
 TEST_F(ArrayQueryTest, LegacyDescriptorsMatchTheV2Ones) {
+  SKIP_UNLESS_SIM();
   using Get2D = CUresult (*)(ArrayDescriptorV1*, CUarray);
   using Get3D = CUresult (*)(Array3DDescriptorV1*, CUarray);
   auto get2d = reinterpret_cast<Get2D>(dlsym(RTLD_DEFAULT, "cuArrayGetDescriptor"));
