@@ -2,6 +2,7 @@
 # End-to-end residency tests on the simulated node (tests/residency/CMakeLists.txt).
 #   residency_test.sh train       checkpoint + restore of the sample mid-run: same checksum
 #   residency_test.sh migrate_faults  a fault at each driver step; a stranded job recovered
+#   residency_test.sh migrate_chip    a target of another chip type is refused, the job runs on
 #   residency_test.sh migrate_two     a job on devices 0 and 1 moved onto 2 and 3 (--map)
 #   residency_test.sh migrate_busy    three round trips of a job whose 4 threads work on its memory
 #   residency_test.sh restore_device  checkpoint on device 0, restore --device 1: same checksum
@@ -207,6 +208,22 @@ migrate_faults)
   got=$(grep '^checksum' "$work/train.out")
   echo "reference $ref, after the faults $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+migrate_chip)
+  # A target of another chip type (108 SMs against 132): the driver refuses
+  # the restore there and the job runs on where it was, its result intact.
+  export VGPU_SIM_DEVICES=1x1GiB,1x1GiB:sm=108
+  ref=$("$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" | grep '^checksum') || fail "reference run"
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$TRAIN" --steps 200 --sleep-ms 5 "$CUBIN" >"$work/train.out" 2>&1 &
+  child=$!
+  wait_agent $child
+  sleep 0.2
+  "$VGPUCTL" migrate $child --to 1 >"$work/f.out" 2>&1 && fail "a move to another chip type succeeded"
+  cat "$work/f.out"
+  grep -q "CUDA_ERROR_NOT_SUPPORTED.*runs where it was" "$work/f.out" || fail "$(cat "$work/f.out")"
+  wait $child || { cat "$work/train.out"; fail "training failed"; }
+  child=
+  [ "$ref" = "$(grep '^checksum' "$work/train.out")" ] || fail "checksum differs"
   ;;
 migrate_two)
   # A job on devices 0 and 1 remapped onto 2 and 3 (--map), its data intact.
