@@ -236,6 +236,22 @@ SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pct
   return WithStream(hStream, true, [&](Stream* s) { *pctx = AsHandle(s->ctx()); });
 }
 
+// CUDA 12.5's form: the stream's context, and its green context (the sim has
+// none, so NULL, as for a stream of a regular context).
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream hStream, CUcontext* pCtx, CUgreenCtx* pGreenCtx) {
+  SIM_ENTER("cuStreamGetCtx_v2");
+  if (pCtx == nullptr || pGreenCtx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pGreenCtx = nullptr;
+  return WithStream(hStream, false, [&](Stream* s) { *pCtx = AsHandle(s->ctx()); });
+}
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext* pCtx,
+                                                   CUgreenCtx* pGreenCtx) {
+  SIM_ENTER("cuStreamGetCtx_v2_ptsz");
+  if (pCtx == nullptr || pGreenCtx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pGreenCtx = nullptr;
+  return WithStream(hStream, true, [&](Stream* s) { *pCtx = AsHandle(s->ctx()); });
+}
+
 SIM_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long* streamId) {
   SIM_ENTER("cuStreamGetId");
   if (streamId == nullptr) return CUDA_ERROR_INVALID_VALUE;

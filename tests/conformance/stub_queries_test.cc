@@ -533,6 +533,21 @@ class DeviceQueryTest : public KernelTest {
   }
 };
 
+TEST_F(DeviceQueryTest, StreamGetCtxV2NamesTheContextAndNoGreenContext) {
+  CUstream s = nullptr;
+  ASSERT_CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (CUstream h : {s, static_cast<CUstream>(nullptr)}) {
+    CUcontext c = nullptr;
+    CUgreenCtx g = reinterpret_cast<CUgreenCtx>(1);
+    ASSERT_CU_OK(cuStreamGetCtx_v2(h, &c, &g));
+    EXPECT_EQ(c, ctx_);
+    EXPECT_EQ(g, nullptr);
+  }
+  CUcontext c = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamGetCtx_v2(s, &c, nullptr));
+  ASSERT_CU_OK(cuStreamDestroy(s));
+}
+
 TEST_F(DeviceQueryTest, CtxGetDeviceV2) {
   CUdevice d = -1;
   ASSERT_CU_OK(cuCtxGetDevice_v2(&d, nullptr));  // NULL: the current context's device
