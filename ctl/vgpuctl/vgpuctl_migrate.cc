@@ -65,6 +65,18 @@ bool ParsePairs(const Options& o, const InfoResult& info, const std::vector<driv
   return true;
 }
 
+// The job's agent's "info"; an exit code (reported) if it cannot be had.
+int AskInfo(pid_t pid, const Options& o, Response* r, InfoResult* info) {
+  Request req;
+  req.id = 1;
+  req.cmd = "info";
+  Status st = Call(pid, req, nullptr, r, {o.run_dir, o.timeout_ms.value_or(kQueryTimeoutMs)});
+  if (st.ok() && !r->ok) return ReportFailure(o, pid, Status::Error(r->code, r->error), true);
+  if (!st.ok()) return ReportFailure(o, pid, st, false);
+  ParseInfoResult(r->result, info);
+  return kExitOk;
+}
+
 void PrintMoved(pid_t pid, const std::vector<migrate::GpuPair>& pairs, double stopped_ms) {
   for (const migrate::GpuPair& p : pairs) {
     std::printf("migrated %d from GPU %d (%s) to GPU %d (%s): %llu MiB, job stopped %.0f ms\n", pid,
@@ -93,15 +105,9 @@ int Report(const Options& o, pid_t pid, const migrate::Outcome& m) {
 }  // namespace
 
 int MoveBeforeRestore(pid_t pid, int device, const Options& o) {
-  Request req;
-  req.id = 1;
-  req.cmd = "info";
   Response r;
-  Status st = Call(pid, req, nullptr, &r, {o.run_dir, o.timeout_ms.value_or(kQueryTimeoutMs)});
-  if (st.ok() && !r.ok) return ReportFailure(o, pid, Status::Error(r.code, r.error), true);
-  if (!st.ok()) return ReportFailure(o, pid, st, false);
   InfoResult info;
-  ParseInfoResult(r.result, &info);
+  if (int rc = AskInfo(pid, o, &r, &info); rc != kExitOk) return rc;
   // The device whose memory the image holds: the one with a footprint.
   std::string from;
   uint64_t footprint = 0;
@@ -136,15 +142,9 @@ int Migrate(const std::vector<std::string>& args) {
   int rc = kExitOk;
   if (!ParseOrUsage(args, {"--to", "--map"}, 1, &o, &rc)) return rc;
   if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
-  Request req;
-  req.id = 1;
-  req.cmd = "info";
   Response r;
-  Status st = Call(pid, req, nullptr, &r, {o.run_dir, o.timeout_ms.value_or(kQueryTimeoutMs)});
-  if (st.ok() && !r.ok) return ReportFailure(o, pid, Status::Error(r.code, r.error), true);
-  if (!st.ok()) return ReportFailure(o, pid, st, false);
   InfoResult info;
-  ParseInfoResult(r.result, &info);
+  if (int rc = AskInfo(pid, o, &r, &info); rc != kExitOk) return rc;
   driver::NodeGpus node;
   if (Status s = node.Init(); !s.ok()) {
     std::fprintf(stderr, "vgpuctl: migrate: %s\n", s.message.c_str());

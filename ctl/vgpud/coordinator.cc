@@ -28,10 +28,6 @@ int ResidencyDeadlineMs(uint64_t bytes) {
 }
 constexpr auto kRefusedBackoff = std::chrono::seconds(10);
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 int64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -9,12 +9,6 @@
 #include "ctl/vgpud/coordinator.h"
 
 namespace vgpu::vgpud {
-namespace {
-
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
-
 bool Coordinator::ResolveDevice(const std::string& name, GpuMemory* out) const {
   for (const GpuMemory& g : gpus_->Read()) {
     if (g.uuid == name || std::to_string(g.index) == name) return *out = g, true;

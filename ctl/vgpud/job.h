@@ -16,6 +16,11 @@ namespace vgpu::vgpud {
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds from t to now (event durations).
+inline double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 enum class Priority { kLow = 0, kNormal = 1, kHigh = 2 };
 const char* PriorityName(Priority p);
 bool ParsePriority(const std::string& s, Priority* out);
