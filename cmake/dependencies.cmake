@@ -27,3 +27,20 @@ target_include_directories(vgpu_spdlog SYSTEM INTERFACE
   $<TARGET_PROPERTY:spdlog::spdlog_header_only,INTERFACE_INCLUDE_DIRECTORIES>
   $<TARGET_PROPERTY:fmt::fmt-header-only,INTERFACE_INCLUDE_DIRECTORIES>)
 target_link_libraries(vgpu_spdlog INTERFACE Threads::Threads)
+
+# A container image may hold nothing but glibc (docs/containers.md): libraries
+# and programs that the CDI spec puts into a container link the C++ runtime
+# (and the archives named) statically and keep those symbols out of their
+# dynamic table, so they need only libc, libm and the loader. Sanitizer builds
+# keep the shared runtime their instrumentation is built around.
+function(vgpu_link_glibc_only target)
+  if(VGPU_SANITIZE)
+    return()
+  endif()
+  foreach(archive IN LISTS ARGN)
+    find_library(VGPU_STATIC_${archive} NAMES lib${archive}.a REQUIRED)
+    target_link_libraries(${target} PRIVATE ${VGPU_STATIC_${archive}})
+  endforeach()
+  target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL
+    -Wl,--as-needed)
+endfunction()

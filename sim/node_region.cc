@@ -176,10 +176,17 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, int* lock_fd, s
 
 // exec() frees the old image's device memory, as the real driver does when a
 // process image ends; its slot keeps our pid and start time.
+// Our pid namespace's inode (0 if /proc cannot tell).
+uint64_t PidNamespaceId() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
+}
+
 void ReleasePreviousImages(NodeHeader* h, ProcessSlot* mine, pid_t pid, uint64_t start) {
   for (auto& slot : h->processes) {
     int32_t p = slot.pid.load();
     if (&slot == mine || p != pid || slot.start_time.load() != start ||
+        slot.pid_ns.load() != mine->pid_ns.load() ||
         slot.image_id.load() == ProcessImageId() || !slot.pid.compare_exchange_strong(p, -pid)) {
       continue;
     }
@@ -211,6 +218,7 @@ bool RegisterSelf(NodeHeader* h, ProcessSlot** out) {
         slot.checkpoint.owner.store(0);
         slot.checkpoint.done.store(slot.checkpoint.request.load());
         slot.image_id.store(ProcessImageId());
+        slot.pid_ns.store(PidNamespaceId());
         slot.pid.store(pid, std::memory_order_release);
         *out = &slot;
         ReleasePreviousImages(h, &slot, pid, start);
@@ -464,9 +472,11 @@ int NodeRegion::ProcessUtilization(int d, uint64_t since_ns, uint64_t now, Proce
 
 uint64_t NodeRegion::ReapDead() {
   uint64_t freed = 0;
+  const uint64_t ns = PidNamespaceId();
   for (auto& slot : header_->processes) {
     int32_t pid = slot.pid.load();
     if (pid <= 0 || (self_.load() == &slot)) continue;
+    if (slot.pid_ns.load() != ns) continue;  // not ours to judge
     if (ProcessAlive(pid, slot.start_time.load())) continue;
     if (!slot.pid.compare_exchange_strong(pid, -pid)) continue;  // someone else reaps it
     for (int d = 0; d < kMaxDevices && d < device_count(); ++d) {

@@ -18,7 +18,7 @@
 namespace vgpu::sim {
 
 inline constexpr uint64_t kNodeMagic = 0x314d495355504756ull;  // "VGPUSIM1"
-inline constexpr uint32_t kNodeVersion = 7;  // 7: checkpoint requests in the process slot
+inline constexpr uint32_t kNodeVersion = 8;  // 8: the process slot's pid namespace
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 1024;  // as many as the scheduler has clients
 inline constexpr int kUtilSamples = 64;
@@ -77,6 +77,10 @@ struct ProcessSlot {
   // GPU's own per-process accounting (ground truth for compute-share tests).
   std::atomic<uint64_t> busy_ns[kMaxDevices];
   std::atomic<uint64_t> image_id;  // ProcessImageId(): a pre-exec image's slot is freed
+  // Inode of the process's pid namespace: a container sharing the node (its
+  // IPC namespace) has pids that mean nothing elsewhere, so only processes of
+  // the same namespace judge whether `pid` is alive (PidNamespaceId()).
+  std::atomic<uint64_t> pid_ns;
   // Per-process utilization history (nvmlDeviceGetProcessUtilization): the
   // modelled end of its last kernel on each device, and per device a ring of
   // (kernel start, busy_ns before that kernel) samples at least 100 ms apart,
