@@ -8,6 +8,11 @@ namespace vgpu {
 // Where the CDI spec mounts libvgpu, and what the hook preloads by default:
 // a directory of ours, so nothing of the image is shadowed.
 inline constexpr const char* kContainerLibvgpu = "/usr/lib/vgpu/libvgpu.so";
+// Where the CDI spec mounts the driver libraries (and what they need besides
+// glibc); the hook adds it to the container's loader cache.
+inline constexpr const char* kContainerDriverDir = "/usr/lib/vgpu/driver";
+// The hook's entry listing it for the loader.
+inline constexpr const char* kContainerLdConf = "/etc/ld.so.conf.d/000-vgpu.conf";
 // The file the hook writes (the container's limits and group). The CDI spec
 // points VGPU_CONFIG at it, and libvgpu reads it when VGPU_CONFIG is unset.
 inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ctl/cdi/library_deps.h"
 #include "driver/node_gpus.h"
 #include "driver/real_driver.h"
 
@@ -25,12 +26,12 @@ constexpr std::string_view kCommonNodes[] = {"nvidiactl", "nvidia-uvm", "nvidia-
 constexpr size_t kMaxSpecBytes = 4 << 20;
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
 bool IsDirectory(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -107,6 +108,13 @@ Status FindLibraries(const HostOptions& o, Inventory* inv, std::vector<std::stri
                          inv->libcuda + " does not exist: give --driver-dir DIR");
   }
   inv->libnvml = Optional(Normal(dir + "/" + std::string(kLibnvml)), "NVML", w);
+  std::vector<std::string> libs = {inv->libcuda};
+  if (!inv->libnvml.empty()) libs.push_back(inv->libnvml);
+  // A glibc-only image needs them; a spec without them still serves images
+  // that have them, so what cannot be found is a warning.
+  if (Status st = NonGlibcDependencies(libs, dir, RunLdconfig(), &inv->driver_deps); !st.ok()) {
+    w->push_back(st.message + ": the driver's libraries are mounted without what they need");
+  }
   return Status::Ok();
 }
 

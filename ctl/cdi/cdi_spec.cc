@@ -22,8 +22,6 @@ constexpr std::string_view kVisibleVar = "VGPU_VISIBLE_DEVICES=";
 
 // Read-only, and no device files or setuid binaries through our mounts.
 const json kReadOnlyBind = {"ro", "nosuid", "nodev", "bind"};
-// The agents create their sockets in the run directory: writable.
-const json kWritableBind = {"nosuid", "nodev", "bind"};
 
 std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -66,6 +64,12 @@ json AllDevice(const std::vector<Gpu>& gpus) {
   return {{"name", "all"}, {"containerEdits", edits}};
 }
 
+json HookArgs(const Inventory& inv) {
+  json args = {std::string(kHookName), "--cdi", "--preload", std::string(kContainerLibvgpu)};
+  if (!inv.run_dir.empty()) args.insert(args.end(), {"--run-dir", inv.run_dir});
+  return args;
+}
+
 json CommonEdits(const Inventory& inv) {
   json env = {"LD_PRELOAD=" + std::string(kContainerLibvgpu),
               "VGPU_REAL_LIBCUDA=" + DriverPath(kLibcuda)};
@@ -75,10 +79,12 @@ json CommonEdits(const Inventory& inv) {
     env.push_back("VGPU_REAL_LIBNVML=" + DriverPath(kLibnvml));
     mounts.push_back(Mount(inv.libnvml, DriverPath(kLibnvml), kReadOnlyBind));
   }
-  if (!inv.run_dir.empty()) {
-    env.push_back("VGPU_RUN_DIR=" + inv.run_dir);
-    mounts.push_back(Mount(inv.run_dir, inv.run_dir, kWritableBind));
+  for (const std::string& dep : inv.driver_deps) {
+    mounts.push_back(Mount(dep, DriverPath(Basename(dep)), kReadOnlyBind));
   }
+  // The run directory is not mounted: the hook mounts the container's own
+  // directory under it at its path (docs/containers.md).
+  if (!inv.run_dir.empty()) env.push_back("VGPU_RUN_DIR=" + inv.run_dir);
   json edits = {{"env", env}, {"mounts", mounts}};
   json nodes = json::array();
   for (const std::string& n : inv.common_nodes) nodes.push_back(DeviceNode(n));
@@ -88,9 +94,13 @@ json CommonEdits(const Inventory& inv) {
     // and the hook is what writes it.
     edits["env"].push_back("VGPU_CONFIG=" + std::string(kContainerConfig));
     edits["hooks"] = {
-        {{"hookName", "createContainer"},
-         {"path", inv.hook},
-         {"args", {std::string(kHookName), "--cdi", "--preload", std::string(kContainerLibvgpu)}}}};
+        {{"hookName", "createContainer"}, {"path", inv.hook}, {"args", HookArgs(inv)}}};
+    if (!inv.run_dir.empty()) {
+      edits["hooks"].push_back(
+          {{"hookName", "poststop"},
+           {"path", inv.hook},
+           {"args", {std::string(kHookName), "--poststop", "--run-dir", inv.run_dir}}});
+    }
   }
   return edits;
 }

@@ -15,11 +15,14 @@
 namespace vgpu::cdi {
 
 inline constexpr std::string_view kKind = "vgpu.io/gpu";
-inline constexpr std::string_view kCdiVersion = "0.6.0";
+// The lowest version with what the spec uses (device names starting with a
+// digit need 0.5.0), as the CDI library picks: runtimes that vendor an older
+// CDI library (podman 4.3 reads up to 0.5.0) refuse a higher one.
+inline constexpr std::string_view kCdiVersion = "0.5.0";
 // Where the spec puts libvgpu (common/container_paths.h) and the driver
 // libraries inside the container: a directory of ours.
 inline constexpr std::string_view kContainerLibvgpu = vgpu::kContainerLibvgpu;
-inline constexpr std::string_view kContainerDriverDir = "/usr/lib/vgpu/driver";
+inline constexpr std::string_view kContainerDriverDir = vgpu::kContainerDriverDir;
 inline constexpr std::string_view kLibcuda = "libcuda.so.1";
 inline constexpr std::string_view kLibnvml = "libnvidia-ml.so.1";
 inline constexpr std::string_view kHookName = "vgpu-oci-hook";
@@ -38,6 +41,9 @@ struct Inventory {
   std::string libvgpu;  // required
   std::string libcuda;  // required
   std::string libnvml;
+  // Host paths of the non-glibc libraries the driver libraries need (none
+  // for a real driver), mounted beside them under their file names.
+  std::vector<std::string> driver_deps;
   std::vector<std::string> common_nodes;  // host paths: nvidiactl, nvidia-uvm, ...
   std::string run_dir;                    // the agents' socket directory
   std::string hook;                       // host path of vgpu-oci-hook

@@ -26,25 +26,46 @@ using Clock = std::chrono::steady_clock;
 // Closes the descriptor on every path out.
 class Fd {
  public:
-  explicit Fd(int fd) : fd_(fd) {}
+  explicit Fd(int fd = -1) : fd_(fd) {}
   ~Fd() {
     if (fd_ >= 0) close(fd_);
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
   int get() const { return fd_; }
 
  private:
   int fd_;
 };
 
+// A socket path longer than sockaddr_un holds (a container's directory under
+// a long run directory: its id alone is 64 characters) is reached through a
+// descriptor of its directory, "/proc/self/fd/N/NAME".
+Status ShortSocketPath(const std::string& path, Fd* dir, std::string* out) {
+  if (path.size() < sizeof(sockaddr_un{}.sun_path)) return *out = path, Status::Ok();
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos) {
+    *dir = Fd(open(path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  }
+  if (dir->get() < 0) return Status::Error(ErrorCode::kInval, "socket path too long: " + path);
+  *out = "/proc/self/fd/" + std::to_string(dir->get()) + path.substr(slash);
+  if (out->size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Status::Error(ErrorCode::kInval, "socket name too long: " + path);
+  }
+  return Status::Ok();
+}
+
 Status Connect(const std::string& path, int* out) {
   sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) {
-    return Status::Error(ErrorCode::kInval, "socket path too long: " + path);
-  }
+  Fd dir;
+  std::string short_path;
+  if (Status st = ShortSocketPath(path, &dir, &short_path); !st.ok()) return st;
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  std::memcpy(addr.sun_path, short_path.c_str(), short_path.size() + 1);
   // Non-blocking for the connect only: a blocking connect to a listener that
   // no longer accepts (a stuck agent whose backlog is full) waits for ever,
   // and vgpud, which probes every agent, would wait with it.
@@ -132,7 +153,8 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
     int wait_ms = timeout_ms;
     bool deadline_first = false;  // the deadline comes before the silence limit
     if (deadline_ms > 0) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) return past_deadline();
       deadline_first = left < wait_ms;
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left));
@@ -255,12 +277,69 @@ Status CallDaemon(const std::string& run_dir, const Request& request,
   return Exchange(fd.get(), request, on_progress, response, timeout_ms);
 }
 
+namespace {
+
+// The agents of one container's directory: every socket that is answered,
+// by the pid its peer has in our namespace (0, not visible to us: skipped).
+// A socket nobody listens on is stale and removed.
+void ListContainerAgents(const std::string& dir, const std::string& container,
+                         std::vector<AgentEntry>* out, std::vector<std::string>* removed) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    if (!PidFromSocketName(e->d_name)) continue;
+    std::string path = dir + "/" + e->d_name;
+    int raw = -1;
+    if (Connect(path, &raw).code == ErrorCode::kNoEnt) {
+      if (unlink(path.c_str()) == 0 && removed != nullptr) removed->push_back(path);
+      continue;
+    }
+    Fd fd(raw);
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (fd.get() < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        cred.pid <= 0) {
+      continue;
+    }
+    out->push_back({cred.pid, path, container});
+  }
+  closedir(d);
+}
+
+// Every container directory under `run_dir` that passes CheckAgentDir.
+void ListAllContainerAgents(const std::string& run_dir, std::vector<AgentEntry>* out,
+                            std::vector<std::string>* removed) {
+  const std::string base = ContainersDir(run_dir);
+  if (!CheckAgentDir(base).ok()) return;
+  DIR* d = opendir(base.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string dir = base + "/" + e->d_name;
+    if (CheckAgentDir(dir).ok()) ListContainerAgents(dir, e->d_name, out, removed);
+  }
+  closedir(d);
+}
+
+}  // namespace
+
 Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progress,
             Response* response, const ClientOptions& options) {
   std::string dir = options.run_dir.empty() ? RunDir() : options.run_dir;
   std::string path;
   Status st = SocketPath(dir, pid, &path);
   if (!st.ok()) return st;
+  // Not ours by name: perhaps a container's agent (checked below, like any
+  // socket, by its peer's pid and uid, and its directory by CheckDir).
+  if (access(path.c_str(), F_OK) != 0) {
+    std::vector<AgentEntry> in_containers;
+    ListAllContainerAgents(dir, &in_containers, nullptr);
+    for (const AgentEntry& a : in_containers) {
+      if (a.pid != pid) continue;
+      path = a.socket_path;
+      dir = path.substr(0, path.rfind('/'));
+    }
+  }
   uid_t uid = 0;
   if (pid <= 0 || ProcessIsDead(pid) || !ExpectedAgentUid(pid, &uid)) {
     // Stale, if it exists; only where we would trust a socket.
@@ -273,7 +352,8 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
   Fd fd(raw);
   if (st.ok()) st = CheckPeer(fd.get(), path, pid, uid);
   if (st.ok()) {
-    st = Exchange(fd.get(), request, on_progress, response, options.timeout_ms, options.deadline_ms);
+    st =
+        Exchange(fd.get(), request, on_progress, response, options.timeout_ms, options.deadline_ms);
   }
   if (st.code == ErrorCode::kNoEnt) {
     return Status::Error(ErrorCode::kNoEnt,
@@ -305,9 +385,10 @@ std::vector<AgentEntry> ListAgents(const std::string& run_dir, std::vector<std::
       if (unlink(path.c_str()) == 0 && removed != nullptr) removed->push_back(path);
       continue;
     }
-    out.push_back({*pid, path});
+    out.push_back({*pid, path, ""});
   }
   closedir(d);
+  ListAllContainerAgents(dir, &out, removed);
   std::sort(out.begin(), out.end(),
             [](const AgentEntry& a, const AgentEntry& b) { return a.pid < b.pid; });
   return out;

@@ -57,8 +57,9 @@ Status CallDaemon(const std::string& run_dir, const Request& request,
                   const ProgressCallback& on_progress, Response* response, int timeout_ms);
 
 struct AgentEntry {
-  pid_t pid = 0;
+  pid_t pid = 0;  // in our pid namespace (a container's agent: its host pid)
   std::string socket_path;
+  std::string container;  // the container id, for an agent under containers/
 };
 
 // CheckRunDir for a directory about to be searched for agents: owned by us or
@@ -66,8 +67,10 @@ struct AgentEntry {
 // ENOENT if it does not exist, EUNTRUSTED with the reason if it is unsafe.
 Status CheckAgentDir(const std::string& dir);
 
-// The agents in `run_dir` (empty: RunDir()), sorted by pid; none if the
-// directory fails CheckAgentDir. Sockets of dead
+// The agents in `run_dir` (empty: RunDir()) and in its containers'
+// directories (ContainersDir; a container's agent names its socket by its pid
+// in the container, and is listed by the pid SO_PEERCRED gives us), sorted by
+// pid; none if the directory fails CheckAgentDir. Sockets of dead
 // processes are removed, and so are sockets nobody listens on any more
 // (a crashed agent whose pid was reused). `removed`, if given, receives the
 // paths removed.

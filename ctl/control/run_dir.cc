@@ -81,6 +81,10 @@ Status EnsureRunDir(const std::string& dir) {
   return Status::Ok();
 }
 
+std::string ContainersDir(const std::string& run_dir) {
+  return run_dir + "/" + kContainersSubdir;
+}
+
 Status SocketPath(const std::string& dir, pid_t pid, std::string* out) {
   std::string path = dir + "/agent-" + std::to_string(pid) + ".sock";
   // Leave room for the temporary name used while binding ("<path>.<tid>.tmp").

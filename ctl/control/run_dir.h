@@ -29,6 +29,13 @@ Status CheckRunDir(const std::string& dir, uid_t owner);
 // Fails closed with a message.
 Status EnsureRunDir(const std::string& dir);
 
+// Containers' agents listen in a directory of their own under the host's run
+// directory, "<dir>/containers/<container id>", which vgpu-oci-hook mounts at
+// the run directory's path inside the container: a container sees only its
+// own agents, and the host finds them all (docs/containers.md).
+inline constexpr const char* kContainersSubdir = "containers";
+std::string ContainersDir(const std::string& run_dir);
+
 // "<dir>/agent-<pid>.sock". Fails if it would not fit sockaddr_un.sun_path.
 Status SocketPath(const std::string& dir, pid_t pid, std::string* out);
 

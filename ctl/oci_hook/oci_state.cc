@@ -90,6 +90,24 @@ Status ParseEnv(const json& config, std::vector<std::string>* out) {
   return Status::Ok();
 }
 
+// process.user.uid/gid: unsigned 32-bit numbers, 0 when absent.
+Status ParseUser(const json& config, BundleConfig* out) {
+  auto process = config.find("process");
+  if (process == config.end() || !process->is_object()) return Status::Ok();
+  auto user = process->find("user");
+  if (user == process->end() || user->is_null()) return Status::Ok();
+  if (!user->is_object()) return Invalid("config.json: \"process.user\" is not an object");
+  for (auto [key, field] : {std::pair{"uid", &out->uid}, std::pair{"gid", &out->gid}}) {
+    auto v = user->find(key);
+    if (v == user->end()) continue;
+    if (!v->is_number_unsigned() || v->get<unsigned long long>() > 0xfffffffeULL) {
+      return Invalid(std::string("config.json: process.user.") + key + " is not a user id");
+    }
+    *field = v->get<long long>();
+  }
+  return Status::Ok();
+}
+
 bool HasControlChar(std::string_view s) {
   for (unsigned char c : s) {
     if (c < 0x20 || c == 0x7f) return true;
@@ -205,6 +223,7 @@ Status ParseBundleConfig(std::string_view text, const std::string& bundle, Bundl
   // The runtime spec: a relative root.path is relative to the bundle.
   out->rootfs = path[0] == '/' ? path : bundle + "/" + path;
   s = ParseEnv(config, &out->env);
+  if (s.ok()) s = ParseUser(config, out);
   if (s.ok()) s = ParseAnnotations(config, "config.json", &out->annotations);
   return s;
 }

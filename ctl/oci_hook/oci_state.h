@@ -41,6 +41,7 @@ struct ContainerState {
 struct BundleConfig {
   std::string rootfs;            // root.path resolved against the bundle: absolute
   std::vector<std::string> env;  // process.env, "NAME=VALUE"
+  long long uid = 0, gid = 0;    // process.user: who the container's processes run as
   Annotations annotations;
 };
 

@@ -241,4 +241,13 @@ Status WriteContainerFile(int rootfs_fd, std::string_view container_path,
   return ReplaceFile(dir.get(), parts.back(), "<rootfs>" + shown, content, kFileMode);
 }
 
+Status OpenContainerDir(int rootfs_fd, std::string_view container_path, bool create, Fd* out) {
+  std::vector<std::string> parts;
+  Fd dir;
+  std::string shown;
+  Status s = OpenParentOf(rootfs_fd, container_path, create, &parts, &dir, &shown);
+  if (!s.ok()) return s;
+  return OpenDirAt(dir.get(), parts.back(), "<rootfs>" + shown, create, out);
+}
+
 }  // namespace vgpu::oci_hook

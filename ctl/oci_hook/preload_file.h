@@ -51,4 +51,8 @@ Status AddPreloadLine(int rootfs_fd, std::string_view line);
 // missing directories (0755).
 Status WriteContainerFile(int rootfs_fd, std::string_view container_path, std::string_view content);
 
+// Opens directory `container_path` (absolute) of the rootfs, creating the
+// missing directories (0755) when `create`; a symlink on the way is refused.
+Status OpenContainerDir(int rootfs_fd, std::string_view container_path, bool create, Fd* out);
+
 }  // namespace vgpu::oci_hook

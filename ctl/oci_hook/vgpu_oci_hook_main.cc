@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "ctl/oci_hook/container_setup.h"
 #include "ctl/oci_hook/oci_state.h"
 #include "ctl/oci_hook/preload_file.h"
 
@@ -22,11 +23,17 @@ namespace vgpu::oci_hook {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: vgpu-oci-hook [--cdi] [--preload PATH]   (container state JSON on stdin)";
+    "usage: vgpu-oci-hook [--cdi] [--preload PATH] [--run-dir DIR]   (container state JSON on "
+    "stdin)\n"
+    "       vgpu-oci-hook --poststop --run-dir DIR";
 
 struct Options {
-  bool cdi = false;  // injected by our CDI spec: the container asked for vgpu
+  bool cdi = false;       // injected by our CDI spec: the container asked for vgpu
+  bool poststop = false;  // the container is gone: remove its run directory
   std::string preload{kDefaultPreload};
+  // The host's run directory: the container gets a directory of its own
+  // under it, mounted at its path (none without the option).
+  std::string run_dir;
 };
 
 int Fail(const std::string& message) {
@@ -46,13 +53,17 @@ bool ParseArgs(int argc, char** argv, Options* out) {
     std::string_view arg = argv[i];
     if (arg == "--cdi") {
       out->cdi = true;
+    } else if (arg == "--poststop") {
+      out->poststop = true;
     } else if (arg == "--preload" && i + 1 < argc && ValidPreload(argv[i + 1])) {
       out->preload = argv[++i];
+    } else if (arg == "--run-dir" && i + 1 < argc && argv[i + 1][0] == '/') {
+      out->run_dir = argv[++i];
     } else {
       return false;
     }
   }
-  return true;
+  return !out->poststop || !out->run_dir.empty();
 }
 
 Status ReadStdin(std::string* out) {
@@ -83,7 +94,8 @@ Status LoadContainer(ContainerState* state, BundleConfig* config) {
 }
 
 // Writes the container's VGPU_CONFIG file, then its ld.so.preload: libvgpu is
-// never preloaded without its limits.
+// never preloaded without its limits. Then the driver is made findable and
+// the container gets its own run directory.
 int Act(const Options& opt, const ContainerState& state, const BundleConfig& config) {
   const std::string id = Printable(state.id);
   std::string file;
@@ -100,6 +112,11 @@ int Act(const Options& opt, const ContainerState& state, const BundleConfig& con
   }
   if (s.ok()) s = WriteContainerFile(rootfs.get(), kContainerConfig, file);
   if (s.ok()) s = AddPreloadLine(rootfs.get(), opt.preload);
+  if (s.ok()) s = MakeDriverFindable(rootfs.get(), config.rootfs);
+  if (s.ok() && !opt.run_dir.empty()) {
+    s = ExposeRunDir(opt.run_dir, state.id, static_cast<uid_t>(config.uid),
+                     static_cast<gid_t>(config.gid), rootfs.get());
+  }
   if (!s.ok()) return Fail("container " + id + ": " + s.message);
   return 0;
 }
@@ -112,6 +129,14 @@ int Run(int argc, char** argv) {
   }
   ContainerState state;
   BundleConfig config;
+  if (opt.poststop) {
+    // The bundle may be gone already: the state alone names the container.
+    std::string text;
+    Status s = ReadStdin(&text);
+    if (s.ok()) s = ParseState(text, &state);
+    if (s.ok()) s = RemoveRunDir(opt.run_dir, state.id);
+    return s.ok() ? 0 : Fail(s.message);
+  }
   // Even without --cdi an unreadable state or config.json is an error: the
   // hook cannot tell whether the container asked for vgpu, and a failed hook
   // is visible where a silently ungoverned container is not.

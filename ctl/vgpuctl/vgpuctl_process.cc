@@ -90,20 +90,24 @@ std::string Quota(const DeviceInfo& d) {
 std::string Or(const std::string& s, const char* fallback) { return s.empty() ? fallback : s; }
 
 void PrintPsHeader() {
-  std::printf("%-8s %-16s %-10s %-14s %-4s %-12s %-12s\n", "PID", "COMMAND", "STATE", "GROUP",
-              "DEV", "USED", "QUOTA");
+  std::printf("%-8s %-16s %-10s %-14s %-4s %-12s %-12s %s\n", "PID", "COMMAND", "STATE", "GROUP",
+              "DEV", "USED", "QUOTA", "CONTAINER");
 }
 
-void PrintPsRows(const InfoResult& r) {
+// `container`: the container id of a container's agent ("" on the host),
+// shown in its short form, as container runtimes do.
+void PrintPsRows(const InfoResult& r, const std::string& container) {
   const std::string command = Or(r.command, "-");
+  const std::string shown = container.empty() ? "-" : container.substr(0, 12);
   if (r.devices.empty()) {
-    std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s\n", static_cast<long long>(r.pid),
-                command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-");
+    std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s %s\n", static_cast<long long>(r.pid),
+                command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-",
+                shown.c_str());
   }
   for (const DeviceInfo& d : r.devices) {
-    std::printf("%-8lld %-16s %-10s %-14s %-4d %-12s %-12s\n", static_cast<long long>(r.pid),
+    std::printf("%-8lld %-16s %-10s %-14s %-4d %-12s %-12s %s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), d.index,
-                FormatByteSize(d.used).c_str(), Quota(d).c_str());
+                FormatByteSize(d.used).c_str(), Quota(d).c_str(), shown.c_str());
   }
 }
 
@@ -149,14 +153,14 @@ void PrintAllocations(const json& result) {
   }
   std::printf("allocations (live bytes, live count, total count, call site):\n");
   try {
-  for (const json& a : result["allocations"]) {
-    if (!a.is_object() || !a.value("where", json()).is_string()) continue;
-    std::printf("  %10s %6llu %8llu  %s\n",
-                FormatByteSize(a.value("live_bytes", uint64_t{0})).c_str(),
-                static_cast<unsigned long long>(a.value("live_count", uint64_t{0})),
-                static_cast<unsigned long long>(a.value("total_count", uint64_t{0})),
-                a.value("where", std::string("?")).c_str());
-  }
+    for (const json& a : result["allocations"]) {
+      if (!a.is_object() || !a.value("where", json()).is_string()) continue;
+      std::printf("  %10s %6llu %8llu  %s\n",
+                  FormatByteSize(a.value("live_bytes", uint64_t{0})).c_str(),
+                  static_cast<unsigned long long>(a.value("live_count", uint64_t{0})),
+                  static_cast<unsigned long long>(a.value("total_count", uint64_t{0})),
+                  a.value("where", std::string("?")).c_str());
+    }
   } catch (const json::exception&) {
     std::printf("  (malformed allocation list from the agent)\n");
   }
@@ -259,8 +263,14 @@ int Ps(const std::vector<std::string>& args) {
       if (!o.json) std::printf("%-8d %-16s %-10s %s\n", a.pid, "?", "?", st.message.c_str());
       continue;
     }
+    if (!a.container.empty()) {
+      // The agent knows its pid in the container; we address it by ours.
+      r.result["container"] = a.container;
+      r.result["container_pid"] = info.pid;
+      r.result["pid"] = info.pid = a.pid;
+    }
     all.push_back(r.result);
-    if (!o.json) PrintPsRows(info);
+    if (!o.json) PrintPsRows(info, a.container);
   }
   if (o.json) std::fputs(DumpLine({{"processes", all}}).c_str(), stdout);
   return kExitOk;

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "ctl/cdi/cdi_host.h"
+#include "ctl/cdi/library_deps.h"
 #include "tests/ctl/test_util.h"
 
 namespace vgpu::cdi {
@@ -47,7 +50,7 @@ const json& Device(const json& spec, const std::string& name) {
 TEST(CdiSpec, DevicesPerGpuAndAll) {
   json spec = BuildSpec(TwoGpus());
   EXPECT_EQ(spec["kind"], "vgpu.io/gpu");
-  EXPECT_EQ(spec["cdiVersion"], "0.6.0");
+  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
   ASSERT_EQ(spec["devices"].size(), 3u) << spec.dump(2);
   const json& d0 = Device(spec, "0")["containerEdits"];
   EXPECT_EQ(d0["env"], json({"VGPU_VISIBLE_DEVICES=GPU-aaaa"}));
@@ -76,14 +79,64 @@ TEST(CdiSpec, CommonEdits) {
       Contains(edits["mounts"], json({{"hostPath", "/usr/lib64/libcuda.so.1"},
                                       {"containerPath", "/usr/lib/vgpu/driver/libcuda.so.1"},
                                       {"options", ro}})));
-  EXPECT_EQ(edits["mounts"].size(), 4u);  // libvgpu, libcuda, NVML, run directory
+  // libvgpu, libcuda, NVML; not the run directory (the hook mounts the
+  // container's own directory under it).
+  EXPECT_EQ(edits["mounts"].size(), 3u);
   EXPECT_EQ(edits["deviceNodes"], json::parse(R"([{"path":"/dev/nvidiactl"}])"));
-  ASSERT_EQ(edits["hooks"].size(), 1u);
+  ASSERT_EQ(edits["hooks"].size(), 2u);
   EXPECT_EQ(edits["hooks"][0]["hookName"], "createContainer");
+  // The container's run directory goes with the container.
+  EXPECT_EQ(edits["hooks"][1], json({{"hookName", "poststop"},
+                                     {"path", "/opt/vgpu/bin/vgpu-oci-hook"},
+                                     {"args", {"vgpu-oci-hook", "--poststop", "--run-dir",
+                                               "/run/vgpu"}}}));
   EXPECT_EQ(edits["hooks"][0]["path"], "/opt/vgpu/bin/vgpu-oci-hook");
-  EXPECT_EQ(edits["hooks"][0]["args"],
-            json({"vgpu-oci-hook", "--cdi", "--preload", "/usr/lib/vgpu/libvgpu.so"}));
+  EXPECT_EQ(edits["hooks"][0]["args"], json({"vgpu-oci-hook", "--cdi", "--preload",
+                                             "/usr/lib/vgpu/libvgpu.so", "--run-dir", "/run/vgpu"}));
   EXPECT_TRUE(Contains(edits["env"], "VGPU_CONFIG=/etc/vgpu/container.json")) << edits["env"].dump();
+}
+
+TEST(CdiSpec, DriverDependenciesAreMountedBesideTheDriver) {
+  Inventory inv = TwoGpus();
+  inv.driver_deps = {"/lib/x86_64-linux-gnu/libelf.so.1"};
+  json edits = BuildSpec(inv)["containerEdits"];
+  EXPECT_TRUE(Contains(edits["mounts"], json({{"hostPath", "/lib/x86_64-linux-gnu/libelf.so.1"},
+                                              {"containerPath", "/usr/lib/vgpu/driver/libelf.so.1"},
+                                              {"options", {"ro", "nosuid", "nodev", "bind"}}})))
+      << edits["mounts"].dump(2);
+}
+
+std::string LdconfigOutput() {
+  std::string out;
+  if (FILE* p = popen("/sbin/ldconfig -p 2>/dev/null", "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+// The simulated driver needs libelf (and libelf libz); glibc's own libraries
+// are never listed: the image's copies match its loader.
+TEST(CdiLibraryDeps, SimulatedDriverNeedsLibelfAndLibz) {
+  std::vector<std::string> deps;
+  ASSERT_TRUE(NonGlibcDependencies({VGPU_SIM_LIBCUDA}, "/nonexistent", LdconfigOutput(), &deps).ok());
+  std::vector<std::string> names;
+  for (const std::string& d : deps) names.push_back(d.substr(d.rfind('/') + 1));
+  // (Sanitizer builds add the C++ runtime, which they link shared.)
+  for (const char* want : {"libelf.so.1", "libz.so.1"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  for (const std::string& n : names) EXPECT_FALSE(IsGlibcSoname(n)) << n;
+  EXPECT_TRUE(IsGlibcSoname("libc.so.6"));
+  EXPECT_TRUE(IsGlibcSoname("ld-linux-x86-64.so.2"));
+  EXPECT_FALSE(IsGlibcSoname("libstdc++.so.6"));
+}
+
+TEST(CdiLibraryDeps, NotAnElfFileIsAnError) {
+  std::vector<std::string> deps;
+  EXPECT_FALSE(NonGlibcDependencies({"/proc/self/status"}, "/", "", &deps).ok());
+  EXPECT_FALSE(NonGlibcDependencies({"/nonexistent/libcuda.so.1"}, "/", "", &deps).ok());
 }
 
 TEST(CdiSpec, OptionalPartsLeftOut) {

@@ -200,10 +200,41 @@ TEST_F(OciHookRun, MalformedInputIsOneLineError) {
   EXPECT_NE(r.err.find("config.json is not valid JSON"), std::string::npos) << r.err;
 }
 
+// --run-dir mounts the container's own directory, which only makes sense in
+// the container's mount namespace: run on the host (no /proc mounted in the
+// rootfs), the hook fails closed and mounts nothing.
+TEST_F(OciHookRun, RunDirOutsideTheContainersMountNamespaceFails) {
+  MountLibrary();
+  WriteConfig(nullptr, {"VGPU_DEVICE_MEMORY_LIMIT=1GiB"});
+  const std::string run = bundle_ + "/run";
+  Result r = Run({"--cdi", "--run-dir", run}, State());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("does not run in the container's mount namespace"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(root_ + run)) << "a mount point was made";
+}
+
+// The driver directory the CDI spec mounts is listed for the loader; without
+// it (no CDI mount) nothing is written.
+TEST_F(OciHookRun, DriverDirectoryGoesIntoTheLoaderConfiguration) {
+  MountLibrary();
+  WriteConfig(nullptr, {"VGPU_DEVICE_MEMORY_LIMIT=1GiB"});
+  ASSERT_EQ(Run({"--cdi"}, State()).exit_code, 0);
+  EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.conf.d/000-vgpu.conf"));
+  if (::geteuid() != 0) GTEST_SKIP() << "ldconfig -r chroots: needs root";
+  fs::create_directories(root_ + "/usr/lib/vgpu/driver");
+  Result r = Run({"--cdi"}, State());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Read(root_ + "/etc/ld.so.conf.d/000-vgpu.conf"), "/usr/lib/vgpu/driver\n");
+  EXPECT_EQ(Read(root_ + "/etc/ld.so.conf"), "include /etc/ld.so.conf.d/*.conf\n");
+  EXPECT_TRUE(fs::exists(root_ + "/etc/ld.so.cache"));
+}
+
 TEST_F(OciHookRun, BadArgumentsAreUsage) {
   EXPECT_EQ(Run({"--preload", "relative.so"}, State()).exit_code, 2);
   EXPECT_EQ(Run({"--preload"}, State()).exit_code, 2);
   EXPECT_EQ(Run({"--frobnicate"}, State()).exit_code, 2);
+  EXPECT_EQ(Run({"--run-dir", "relative"}, State()).exit_code, 2);
 }
 
 }  // namespace

@@ -84,9 +84,24 @@ TEST(OciState, RejectsBadConfig) {
   BundleConfig c;
   for (const char* text : {"{", R"({})", R"({"root":{}})", R"({"root":{"path":""}})",
                            R"({"root":{"path":"r"},"process":{"env":"A=1"}})",
-                           R"({"root":{"path":"r"},"process":{"env":[1]}})"}) {
+                           R"({"root":{"path":"r"},"process":{"env":[1]}})",
+                           R"({"root":{"path":"r"},"process":{"user":{"uid":-1}}})",
+                           R"({"root":{"path":"r"},"process":{"user":{"gid":"0"}}})",
+                           R"({"root":{"path":"r"},"process":{"user":7}})"}) {
     EXPECT_FALSE(ParseBundleConfig(text, "/b", &c).ok()) << text;
   }
+}
+
+// Who the container's processes run as: its run directory is given to them.
+TEST(OciState, ParsesTheUser) {
+  BundleConfig c;
+  ASSERT_TRUE(ParseBundleConfig(R"({"root":{"path":"r"},"process":{"user":{"uid":1000,"gid":100}}})",
+                                "/b", &c)
+                  .ok());
+  EXPECT_EQ(c.uid, 1000);
+  EXPECT_EQ(c.gid, 100);
+  ASSERT_TRUE(ParseBundleConfig(R"({"root":{"path":"r"}})", "/b", &c).ok());
+  EXPECT_EQ(c.uid, 0);
 }
 
 TEST(OciState, ConfigAnnotationsWinOverState) {

@@ -1,0 +1,77 @@
+/* A CUDA driver API client in C for the container test (podman_test.sh): it
+ * needs nothing but glibc and libcuda.so.1, as a real image would.
+ *   container_probe quota OK_MIB OVER_MIB
+ *       prints the device's total memory as the process sees it, allocates
+ *       OK_MIB (must succeed), then OVER_MIB more (must fail with
+ *       CUDA_ERROR_OUT_OF_MEMORY); exit 0 when both hold.
+ *   container_probe clearenv OK_MIB OVER_MIB
+ *       the same in a re-executed copy of itself whose environment holds only
+ *       the simulated node's VGPU_SIM_* variables (a program that resets its
+ *       environment: libvgpu must still be loaded and limited).
+ *   container_probe list DIR
+ *       prints the names in DIR, one a line (what the container sees). */
+#include <cuda.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char** environ;
+
+static int Fail(const char* what, CUresult r) {
+  const char* name = NULL;
+  cuGetErrorName(r, &name);
+  printf("probe: %s: %s\n", what, name ? name : "?");
+  return 1;
+}
+
+static int Quota(size_t ok_mib, size_t over_mib) {
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) return Fail("cuInit", r);
+  CUdevice dev;
+  CUcontext ctx;
+  if ((r = cuDeviceGet(&dev, 0)) != CUDA_SUCCESS) return Fail("cuDeviceGet", r);
+  if ((r = cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS) return Fail("retain", r);
+  if ((r = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) return Fail("cuCtxSetCurrent", r);
+  size_t free_bytes = 0, total = 0;
+  if ((r = cuMemGetInfo(&free_bytes, &total)) != CUDA_SUCCESS) return Fail("cuMemGetInfo", r);
+  printf("probe: total=%zu preload=%s\n", total, getenv("LD_PRELOAD") ? "env" : "none");
+  CUdeviceptr a = 0, b = 0;
+  if ((r = cuMemAlloc(&a, ok_mib << 20)) != CUDA_SUCCESS) return Fail("allocation within", r);
+  r = cuMemAlloc(&b, over_mib << 20);
+  printf("probe: allocation past the quota: %s\n",
+         r == CUDA_ERROR_OUT_OF_MEMORY ? "refused" : "NOT refused");
+  if (r == CUDA_SUCCESS) cuMemFree(b);
+  cuMemFree(a);
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 4 && !(argc == 3 && strcmp(argv[1], "list") == 0)) {
+    fprintf(stderr, "usage: container_probe quota|clearenv OK_MIB OVER_MIB | list DIR\n");
+    return 2;
+  }
+  if (argc == 3 && strcmp(argv[1], "list") == 0) {
+    DIR* d = opendir(argv[2]);
+    if (d == NULL) return perror(argv[2]), 1;
+    for (struct dirent* e; (e = readdir(d)) != NULL;) {
+      if (e->d_name[0] != '.') printf("%s\n", e->d_name);
+    }
+    closedir(d);
+    return 0;
+  }
+  if (strcmp(argv[1], "clearenv") == 0) {
+    char* env[16];
+    int n = 0;
+    for (char** e = environ; *e && n < 15; ++e) {
+      if (strncmp(*e, "VGPU_SIM_", 9) == 0) env[n++] = *e;
+    }
+    env[n] = NULL;
+    char* args[] = {argv[0], "quota", argv[2], argv[3], NULL};
+    execve("/proc/self/exe", args, env);
+    perror("execve");
+    return 1;
+  }
+  return Quota(strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+}

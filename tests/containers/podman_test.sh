@@ -1,0 +1,129 @@
+#!/bin/bash
+# End-to-end: containers under a real runtime (tests/containers/CMakeLists.txt).
+#   podman_test.sh quota       --device vgpu.io/gpu=0 and VGPU_DEVICE_MEMORY_LIMIT=1GiB: the
+#                              quota holds in the container (an allocation past it is refused),
+#                              also for a process that clears its environment; a container
+#                              that asks for nothing runs untouched
+#   podman_test.sh checkpoint  the sample training in a container: the host's vgpuctl ps lists
+#                              it by host pid and container id, checkpoints and restores it, and
+#                              its checksum equals an uninterrupted run's; the container sees
+#                              only its own run directory
+# Environment (from CMake): VGPUCTL HOOK LIBVGPU PROBE TRAIN SAMPLES SIM_DIR
+# Exit 77 (skipped) where the runtime cannot run, naming what is missing.
+set -u
+mode=$1
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || skip "not root: the test runs rootful podman"
+command -v podman >/dev/null || skip "podman is not installed (scripts/install_deps.sh --ci)"
+command -v runc >/dev/null || skip "runc is not installed (scripts/install_deps.sh --ci)"
+for d in /etc/cdi /var/run/cdi; do
+  other=$(grep -ls '"vgpu.io/gpu"' "$d"/*.json 2>/dev/null | head -1)
+  [ -z "$other" ] || skip "a vgpu.io/gpu spec is installed ($other); the test's own would conflict"
+done
+
+work=$(mktemp -d /tmp/vgpu-ctr.XXXXXX)
+tag=vgpu-e2e-$mode-$$
+image=localhost/$tag
+spec=/var/run/cdi/$tag.json
+export VGPU_SIM_NODE=$tag VGPU_SIM_DEVICES=2x2GiB VGPU_RUN_DIR=$work/run
+cleanup() {
+  podman rm -f -t 0 "$tag-train" >/dev/null 2>&1
+  podman rmi -f "$image" >/dev/null 2>&1
+  rm -rf "$work" "$spec" "/dev/shm/vgpu-sim-$VGPU_SIM_NODE"
+}
+trap cleanup EXIT
+# The sandbox refuses setrlimit: no default ulimits (docs/containers.md).
+export CONTAINERS_CONF=$work/containers.conf
+printf '[containers]\ndefault_ulimits = []\n' >"$CONTAINERS_CONF"
+run_opts=(--runtime runc --ulimit host --pids-limit 0 --network none --ipc host
+  -e VGPU_SIM_NODE -e VGPU_SIM_DEVICES)
+
+# An image of glibc and the programs, nothing else.
+root=$work/rootfs
+mkdir -p "$root"/{lib64,lib/x86_64-linux-gnu,app,etc,tmp}
+cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+cp -L /lib/x86_64-linux-gnu/{libc.so.6,libm.so.6} "$root/lib/x86_64-linux-gnu/"
+cp "$PROBE" "$root/app/container_probe"
+cp "$TRAIN" "$SAMPLES/sgd_kernels.cubin" "$SAMPLES/libvgpu_sample_kernels.so" "$root/app/"
+tar -C "$root" -cf "$work/image.tar" . || fail "tar"
+podman import -q "$work/image.tar" "$image" >/dev/null 2>"$work/err" ||
+  skip "podman import failed: $(cat "$work/err")"
+podman run --rm "${run_opts[@]}" "$image" /lib64/ld-linux-x86-64.so.2 --version >/dev/null \
+  2>"$work/err" || skip "podman cannot run a container here: $(tail -3 "$work/err")"
+
+mkdir -p "$VGPU_RUN_DIR" "$work/ckpt"
+mkdir -p /var/run/cdi
+LD_LIBRARY_PATH=$SIM_DIR "$VGPUCTL" cdi generate --output "$spec" --driver-dir "$SIM_DIR" \
+  >"$work/gen.out" 2>&1 || fail "cdi generate: $(cat "$work/gen.out")"
+grep -q -- '"--run-dir"' "$spec" || fail "the spec's hook gets no run directory"
+vgpu_opts=(--device vgpu.io/gpu=0 -e VGPU_DEVICE_MEMORY_LIMIT=1GiB)
+
+case $mode in
+quota)
+  podman run --rm "${run_opts[@]}" "${vgpu_opts[@]}" "$image" /app/container_probe quota 768 512 \
+    >"$work/q.out" 2>&1
+  st=$?
+  cat "$work/q.out"
+  [ $st = 0 ] || fail "the quota did not hold in the container"
+  grep -q "total=1073741824 preload=env" "$work/q.out" || fail "the container does not see 1 GiB"
+  podman run --rm "${run_opts[@]}" "${vgpu_opts[@]}" "$image" /app/container_probe clearenv 768 512 \
+    >"$work/c.out" 2>&1
+  st=$?
+  cat "$work/c.out"
+  [ $st = 0 ] || fail "a process that clears its environment is not limited"
+  grep -q "total=1073741824 preload=none" "$work/c.out" || fail "cleared environment: not 1 GiB"
+  # Asking for nothing: the simulated driver mounted by hand, no vgpu.
+  deps=$work/deps
+  mkdir -p "$deps"
+  cp -L /lib/x86_64-linux-gnu/libelf.so.1 /lib/x86_64-linux-gnu/libz.so.1 "$deps/"
+  podman run --rm "${run_opts[@]}" -v "$SIM_DIR:/drv:ro" -v "$deps:/deps:ro" \
+    -e LD_LIBRARY_PATH=/drv:/deps "$image" /app/container_probe quota 768 512 >"$work/u.out" 2>&1
+  st=$?
+  cat "$work/u.out"
+  grep -q "total=2147483648 preload=none" "$work/u.out" || fail "an untouched container is limited"
+  grep -q "NOT refused" "$work/u.out" || fail "an untouched container had an allocation refused"
+  [ $st = 1 ] || fail "the untouched probe exited $st"
+  # The vgpu containers' run directories went with them (poststop hook).
+  left=$(ls "$VGPU_RUN_DIR/containers")
+  [ -z "$left" ] || fail "container run directories left behind: $left"
+  ;;
+checkpoint)
+  steps=(--steps 600 --sleep-ms 5)
+  ref=$(LD_LIBRARY_PATH=$SIM_DIR "$TRAIN" "${steps[@]}" | grep '^checksum') || fail "reference run"
+  : >"$VGPU_RUN_DIR/host-only-marker"
+  podman run -d --name "$tag-train" "${run_opts[@]}" "${vgpu_opts[@]}" \
+    -v "$work/ckpt:$work/ckpt" "$image" /app/vgpu_sample_train "${steps[@]}" >"$work/id" ||
+    fail "podman run -d"
+  id=$(cat "$work/id")
+  pid=
+  for i in $(seq 1 300); do
+    "$VGPUCTL" ps --json >"$work/ps.json" 2>"$work/ps.err"
+    pid=$(python3 -c 'import json,sys
+for p in json.load(open(sys.argv[1]))["processes"]:
+    if p.get("container") == sys.argv[2]: print(p["pid"])' "$work/ps.json" "$id" 2>/dev/null)
+    [ -n "$pid" ] && break
+    sleep 0.05
+  done
+  [ -n "$pid" ] || { podman logs "$tag-train"; ls -lR "$VGPU_RUN_DIR"; fail "the host's vgpuctl ps does not list the container: $(cat "$work/ps.json" "$work/ps.err")"; }
+  host_pid=$(podman inspect -f '{{.State.Pid}}' "$tag-train")
+  echo "container ${id:0:12}: host pid $pid (podman: $host_pid)"
+  [ "$pid" = "$host_pid" ] || fail "ps gives pid $pid, the container's process is $host_pid"
+  "$VGPUCTL" ps | tee "$work/ps.txt"
+  grep -Eq "^$pid +vgpu_sample_tra.* ${id:0:12}\$" "$work/ps.txt" || fail "ps text: no container column"
+  grep -q "\"group\":\"$id\"" "$work/ps.json" || fail "the container is not its own quota group"
+  podman exec "$tag-train" /app/container_probe list "$VGPU_RUN_DIR" >"$work/ls.out" 2>&1
+  cat "$work/ls.out"
+  grep -q "host-only-marker" "$work/ls.out" && fail "the container sees the host's run directory"
+  grep -q "^agent-[0-9]*\.sock$" "$work/ls.out" || fail "the container does not see its own agent"
+  "$VGPUCTL" checkpoint "$pid" --dir "$work/ckpt" || fail "checkpoint of the container's process"
+  sleep 0.2
+  "$VGPUCTL" restore "$pid" --from "$work/ckpt" || fail "restore of the container's process"
+  [ "$(podman wait "$tag-train")" = 0 ] || { podman logs "$tag-train"; fail "training failed"; }
+  got=$(podman logs "$tag-train" 2>&1 | grep '^checksum')
+  echo "reference $ref, in a container checkpointed+restored $got"
+  [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
+echo PASS
