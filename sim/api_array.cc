@@ -272,6 +272,35 @@ SIM_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(Array3DDescriptorV1* out, CUa
   return CUDA_SUCCESS;
 }
 
+#undef cuArrayCreate
+#undef cuArray3DCreate
+
+// The CUDA 3.x creators (32-bit descriptor fields): the same arrays. An
+// array handle is no device address, so nothing here needs 64 bits.
+SIM_EXPORT CUresult CUDAAPI cuArrayCreate(CUarray* pHandle, const ArrayDescriptorV1* d) {
+  SIM_ENTER("cuArrayCreate");
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_ARRAY3D_DESCRIPTOR d3{d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+  return CreateArray(pHandle, d3);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray* pHandle, const Array3DDescriptorV1* d) {
+  SIM_ENTER("cuArray3DCreate");
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_ARRAY3D_DESCRIPTOR d3{d->Width, d->Height, d->Depth, d->Format, d->NumChannels, d->Flags};
+  return CreateArray(pHandle, d3);
+}
+
+// Planes exist only for multi-planar formats (NV12 and the like), which the
+// sim does not create (cuArrayCreate refuses them): every live array is
+// single-planar, for which cuda.h says CUDA_ERROR_INVALID_VALUE.
+SIM_EXPORT CUresult CUDAAPI cuArrayGetPlane(CUarray* pPlaneArray, CUarray hArray, unsigned int planeIdx) {
+  SIM_ENTER("cuArrayGetPlane");
+  if (pPlaneArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!IsLiveArray(reinterpret_cast<ArrayObject*>(hArray))) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 SIM_EXPORT CUresult CUDAAPI cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray array, CUdevice device) {
   SIM_ENTER("cuArrayGetMemoryRequirements");
   auto* a = reinterpret_cast<ArrayObject*>(array);

@@ -226,3 +226,26 @@ SIM_EXPORT CUresult CUDAAPI cuModuleGetGlobal(unsigned int* dptr, unsigned int* 
     return CUDA_ERROR_NOT_SUPPORTED;
   });
 }
+
+// Texture and surface references: nvcc of CUDA 12 and later emits none, and
+// the module readers know no such symbols, so a valid module has none to find
+// (the answer a driver gives for a name the module lacks).
+SIM_EXPORT CUresult CUDAAPI cuModuleGetTexRef(CUtexref* pTexRef, CUmodule hmod, const char* name) {
+  SIM_ENTER("cuModuleGetTexRef");
+  return NoThrow([&] {
+    if (pTexRef == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<CUfunction> fns;
+    if (CUresult r = ModuleFunctions(hmod, &fns); r != CUDA_SUCCESS) return r;
+    return CUDA_ERROR_NOT_FOUND;
+  });
+}
+
+SIM_EXPORT CUresult CUDAAPI cuModuleGetSurfRef(CUsurfref* pSurfRef, CUmodule hmod, const char* name) {
+  SIM_ENTER("cuModuleGetSurfRef");
+  return NoThrow([&] {
+    if (pSurfRef == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<CUfunction> fns;
+    if (CUresult r = ModuleFunctions(hmod, &fns); r != CUDA_SUCCESS) return r;
+    return CUDA_ERROR_NOT_FOUND;
+  });
+}

@@ -23,6 +23,9 @@ struct Context {
   Stream* legacy = nullptr;
   unsigned long long id = 0;
   size_t limits[16] = {};
+  // cuCtxRecordEvent's own non-blocking stream (guarded by mu; created on
+  // first use, replaced once a teardown has retired it).
+  Stream* record_stream = nullptr;
 };
 
 // The calling thread's current context; CUDA_ERROR_INVALID_CONTEXT if none.
