@@ -266,5 +266,26 @@ TEST_F(SimLegacyAbiTest, ModulesHaveNoTextureReferences) {
   cuModuleUnload(m);
 }
 
+
+// Hardware and graphics APIs the simulated node lacks answer, not stub out.
+TEST_F(SimLegacyAbiTest, NoGraphicsContextAndNoMulticast) {
+  SKIP_UNLESS_SIM();
+  auto gl_devices = Sym<CUresult (*)(unsigned*, CUdevice*, unsigned, int)>("cuGLGetDevices_v2");
+  ASSERT_NE(gl_devices, nullptr);
+  unsigned count = 7;
+  CUdevice devs[4];
+  EXPECT_CU(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, gl_devices(&count, devs, 4, 1));
+  EXPECT_EQ(count, 0u);
+  int mc = 1;
+  ASSERT_CU_OK(cuDeviceGetAttribute(&mc, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev_));
+  EXPECT_EQ(mc, 0);
+  CUmulticastObjectProp prop{};
+  prop.numDevices = 1;
+  prop.size = 2 << 20;
+  size_t gran = 0;
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMulticastGetGranularity(&gran, &prop, CU_MULTICAST_GRANULARITY_MINIMUM));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMulticastGetGranularity(nullptr, &prop, CU_MULTICAST_GRANULARITY_MINIMUM));
+}
+
 }  // namespace
 }  // namespace vgpu::conformance
