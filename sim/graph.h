@@ -1,23 +1,48 @@
-// CUDA graphs: built by stream capture or explicitly, replayed by launching
-// copies of their operations in a topological order on one stream.
+// CUDA graphs: built by stream capture or explicitly, instantiated into an
+// executable graph whose nodes a launch enqueues, in a topological order, on
+// the launch stream (one valid schedule of the graph).
 #pragma once
 
 #include <cuda.h>
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/stream.h"
 
 namespace vgpu::sim {
 
+struct Graph;
+
+// A cuUserObjectCreate object: the destructor runs when the last reference
+// (the caller's, a graph's or an executable graph's) goes.
+struct UserObject {
+  std::atomic<uint64_t> refs{0};
+  void* ptr = nullptr;
+  CUhostFn destroy = nullptr;
+};
+// References a graph or an executable graph owns, per object.
+using UserRefs = std::unordered_map<UserObject*, uint64_t>;
+UserObject* NewUserObject(void* ptr, CUhostFn destroy, uint64_t refs);
+bool LiveUserObject(UserObject* o);
+void UserObjectRetain(UserObject* o, uint64_t n);
+// Drops n references; the last one runs the destructor (on this thread).
+void UserObjectRelease(UserObject* o, uint64_t n);
+void ReleaseAll(const UserRefs& refs);
+
 struct GraphNode {
+  uint64_t id = 0;         // unique for the process
+  uint64_t origin_id = 0;  // the node this one was cloned from (cuGraphNodeFindInClone)
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  // Kernel, memcpy, memset, host: the work. Event record and wait: op.event.
   Op op;
   std::vector<GraphNode*> deps;
-  struct Graph* owner = nullptr;
+  Graph* owner = nullptr;
   // The parameters an explicit cuGraphAdd*Node was given, returned as they
   // were by the node's Get*Params query (captured nodes rebuild theirs from op).
   std::optional<CUDA_MEMCPY3D> copy_params;
@@ -27,33 +52,72 @@ struct GraphNode {
   // Storage the node owns for what its queries return by pointer.
   std::vector<void*> kernel_args;
   CUstreamBatchMemOpParams mem_op{};
+  Graph* child = nullptr;  // CU_GRAPH_NODE_TYPE_GRAPH: the graph the node owns
+  // cuGraphKernelNodeSetAttribute's values (stored; an unset one reads as zero).
+  std::map<int, CUkernelNodeAttrValue> attrs;
 };
 
 struct Graph {
   std::mutex mu;
-  std::vector<std::unique_ptr<GraphNode>> nodes;  // insertion order is topological
+  uint64_t id = 0;
+  uint64_t origin_id = 0;  // the graph this one was cloned from
+  std::vector<std::unique_ptr<GraphNode>> nodes;  // creation order
+  GraphNode* parent = nullptr;  // the child graph node that owns this graph
   Stream* capturing = nullptr;
   bool capture_invalidated = false;
+  bool capture_into_existing = false;  // cuStreamBeginCaptureToGraph: the caller's graph
+  // The dependencies of the next captured node (the capture's open ends).
+  std::vector<GraphNode*> capture_deps;
+  UserRefs user_refs;
+};
+
+struct GraphExec;
+
+struct ExecNode {
+  const GraphNode* node = nullptr;  // compared, never dereferenced: the graph may be gone
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  std::vector<size_t> deps;  // indices into the exec's nodes
+  Op op;
+  std::shared_ptr<GraphExec> child;  // CU_GRAPH_NODE_TYPE_GRAPH
+  bool enabled = true;
 };
 
 struct GraphExec {
-  std::mutex mu;        // guards ops against cuGraphExecUpdate during a launch
-  std::vector<Op> ops;  // replayed in order
-  // The instantiated graph's shape, for cuGraphExecUpdate: node i's type and
-  // the indices of its dependencies (in the graph's node order).
-  std::vector<CUgraphNodeType> types;
-  std::vector<std::vector<size_t>> deps;
+  std::mutex mu;                // guards the nodes against updates during a launch
+  std::vector<ExecNode> nodes;  // the graph's creation order (cuGraphExecUpdate pairs by it)
+  std::vector<size_t> order;    // a topological order of nodes: what a launch enqueues
   unsigned long long flags = 0;
   Context* ctx = nullptr;
-  // The instantiated graph's nodes (compared, never dereferenced: the graph
-  // may be gone), for cuGraphNodeGetEnabled.
-  std::vector<const GraphNode*> nodes;
+  UserRefs user_refs;               // the graph's (and its child graphs') at instantiation
+  std::vector<StreamDep> launches;  // the latest launch on each stream
 };
+
+// The registry of live graph handles.
+Graph* NewGraph();
+bool LiveGraph(Graph* g);
+// Unregisters and frees g, its child graphs and its user object references.
+void DeleteGraph(Graph* g);
+// A copy of g (nodes, edges, child graphs, user object references), registered.
+Graph* CloneGraph(Graph* g);
 
 // Called by Stream::Commit while the stream captures.
 void GraphAppendCaptured(Graph* g, const Op& op);
 // Adds a node holding a copy of op (its stream dependencies dropped).
 GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n);
+// Adds a node of the given type (event record/wait, child graph: op carries no work).
+GraphNode* GraphAddTypedNode(Graph* g, CUgraphNodeType type, const Op& op, GraphNode* const* deps,
+                             size_t n);
 CUgraphNodeType NodeTypeOf(OpKind k);
+
+// Builds e's nodes from g (locked by the caller is not required): copies of
+// the ops, child graphs instantiated recursively, a topological order.
+// CUDA_ERROR_INVALID_VALUE (with *bad, if given) when the edges form a cycle.
+CUresult BuildExec(Graph* g, GraphExec* e, const GraphNode** bad = nullptr);
+// True if a and b have the same nodes' types and edges (recursively).
+bool SameShape(const GraphExec& a, const GraphExec& b);
+// Enqueues one launch of e (e->mu held by the caller) on s.
+void EnqueueExec(GraphExec* e, Stream* s);
+// Releases refs once the launches are done (at once if they are).
+void ReleaseAfter(const UserRefs& refs, const std::vector<StreamDep>& launches);
 
 }  // namespace vgpu::sim

@@ -1,0 +1,48 @@
+// Helpers shared by the graph entry points (api_graph*.cc).
+#pragma once
+
+#include <cuda.h>
+
+#include "sim/graph.h"
+
+namespace vgpu::sim {
+
+inline GraphNode* NodeOf(CUgraphNode h) { return reinterpret_cast<GraphNode*>(h); }
+
+// The registry of live executable graphs.
+void RegisterExec(GraphExec* e);
+bool UnregisterExec(GraphExec* e);
+GraphExec* LiveExec(CUgraphExec h);  // nullptr if h is not a live one
+
+// The op a node with these parameters runs (validated as the Add call does).
+CUresult MakeKernelOp(const CUDA_KERNEL_NODE_PARAMS& p, Op* op);
+CUresult MakeCopyOp(const CUDA_MEMCPY3D& p, Op* op);
+CUresult MakeSetOp(const CUDA_MEMSET_NODE_PARAMS& p, Op* op);
+CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op);
+
+// Adds a node of the given type after checking the graph and dependencies.
+CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
+                      const Op& op);
+// cuGraphAdd{Kernel,Memcpy,Memset,ChildGraph}Node without the entry point.
+CUresult AddKernelNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                       const CUDA_KERNEL_NODE_PARAMS& p);
+CUresult AddMemcpyNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, const CUDA_MEMCPY3D& p);
+CUresult AddMemsetNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                       const CUDA_MEMSET_NODE_PARAMS& p);
+CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraph child,
+                           bool move);
+CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
+                      CUevent ev);
+
+// Replaces a graph node's parameters (the node's type must match).
+CUresult SetKernelNode(GraphNode* node, const CUDA_KERNEL_NODE_PARAMS& p);
+CUresult SetMemcpyNode(GraphNode* node, const CUDA_MEMCPY3D& p);
+CUresult SetMemsetNode(GraphNode* node, const CUDA_MEMSET_NODE_PARAMS& p);
+CUresult SetHostNode(GraphNode* node, const CUDA_HOST_NODE_PARAMS& p);
+CUresult SetEventNode(GraphNode* node, CUgraphNodeType type, CUevent ev);
+
+// Replaces what an executable graph's node does at its next launch.
+CUresult ExecSetOp(CUgraphExec h, CUgraphNode node, CUgraphNodeType type, const Op& op);
+CUresult ExecSetChild(CUgraphExec h, CUgraphNode node, CUgraph child);
+
+}  // namespace vgpu::sim
