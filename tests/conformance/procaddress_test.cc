@@ -108,6 +108,50 @@ TEST_F(ProcAddressTest, PerThreadDefaultStreamVariants) {
   ASSERT_CU_OK(cuMemFree(p));
 }
 
+// The graph entry points whose ABI changed: each version resolves to its own
+// symbol, never to a NOT_SUPPORTED stub (issue 16: "cuGraphInstantiate"
+// at 11000-12xxx used to be one), and the legacy forms work when called.
+TEST_F(ProcAddressTest, LegacyGraphAndCaptureEntriesResolveToTheirAbi) {
+  EXPECT_EQ(Proc("cuGraphInstantiate", 10000, 0), Sym("cuGraphInstantiate"));
+  for (int version : {11000, 11040, 12000, 12080}) {
+    EXPECT_EQ(Proc("cuGraphInstantiate", version, 0), Sym("cuGraphInstantiate_v2")) << version;
+  }
+  EXPECT_EQ(Proc("cuStreamBeginCapture", 10000, 0), Sym("cuStreamBeginCapture"));
+  EXPECT_EQ(Proc("cuStreamBeginCapture", 10010, 0), Sym("cuStreamBeginCapture_v2"));
+  EXPECT_EQ(Proc("cuStreamGetCaptureInfo", 10010, 0), Sym("cuStreamGetCaptureInfo"));
+  EXPECT_EQ(Proc("cuStreamGetCaptureInfo", 11030, 0), Sym("cuStreamGetCaptureInfo_v2"));
+
+  // The legacy typedefs are internal to cudaTypedefs.h.
+  using BeginCapture10000 = CUresult(CUDAAPI*)(CUstream);
+  using Instantiate11000 = CUresult(CUDAAPI*)(CUgraphExec*, CUgraph, CUgraphNode*, char*, size_t);
+  auto begin = reinterpret_cast<BeginCapture10000>(Proc("cuStreamBeginCapture", 10000, 0));
+  auto info = reinterpret_cast<PFN_cuStreamGetCaptureInfo_v10010>(Proc("cuStreamGetCaptureInfo", 10010, 0));
+  auto instantiate = reinterpret_cast<Instantiate11000>(Proc("cuGraphInstantiate", 11000, 0));
+  ASSERT_NE(begin, nullptr);
+  ASSERT_NE(info, nullptr);
+  ASSERT_NE(instantiate, nullptr);
+  CUstream s = nullptr;
+  ASSERT_CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU_OK(begin(s));
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  ASSERT_CU_OK(info(s, &st, &id));
+  EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  EXPECT_NE(id, 0u);
+  CUgraph g = nullptr;
+  ASSERT_CU_OK(cuStreamEndCapture(s, &g));
+  CUgraphExec e = nullptr;
+  CUgraphNode err = reinterpret_cast<CUgraphNode>(1);
+  char log[64] = "x";
+  ASSERT_CU_OK(instantiate(&e, g, &err, log, sizeof log));
+  EXPECT_NE(e, nullptr);
+  ASSERT_CU_OK(cuGraphLaunch(e, s));
+  ASSERT_CU_OK(cuStreamSynchronize(s));
+  ASSERT_CU_OK(cuGraphExecDestroy(e));
+  ASSERT_CU_OK(cuGraphDestroy(g));
+  ASSERT_CU_OK(cuStreamDestroy(s));
+}
+
 TEST_F(ProcAddressTest, UnknownSymbolAndInsufficientVersion) {
   void* p = reinterpret_cast<void*>(1);
   CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
