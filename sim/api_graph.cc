@@ -19,7 +19,9 @@ CUresult MakeKernelOp(const CUDA_KERNEL_NODE_PARAMS& p, Op* op) {
   op->kind = OpKind::kKernel;
   op->fn = p.func != nullptr ? p.func : reinterpret_cast<CUfunction>(p.kern);
   if (op->fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  op->dims = {{p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ}, p.sharedMemBytes};
+  op->dims = {{p.gridDimX, p.gridDimY, p.gridDimZ},
+              {p.blockDimX, p.blockDimY, p.blockDimZ},
+              p.sharedMemBytes};
   if (CUresult r = CheckLaunchDims(op->fn, op->dims); r != CUDA_SUCCESS) return r;
   return PackKernelParams(op->fn, p.kernelParams, p.extra, &op->params);
 }
@@ -58,12 +60,14 @@ CUresult MakeCopyOp(const CUDA_MEMCPY3D& p, Op* op) {
 }
 
 CUresult MakeSetOp(const CUDA_MEMSET_NODE_PARAMS& p, Op* op) {
-  if (p.elementSize != 1 && p.elementSize != 2 && p.elementSize != 4) return CUDA_ERROR_INVALID_VALUE;
+  if (p.elementSize != 1 && p.elementSize != 2 && p.elementSize != 4)
+    return CUDA_ERROR_INVALID_VALUE;
   size_t rows = p.height == 0 ? 1 : p.height;
   size_t width = p.width * p.elementSize;
   Endpoint e;
   size_t span = (rows - 1) * p.pitch + width;
-  if (CUresult r = ResolveEndpoint(CU_MEMORYTYPE_DEVICE, p.dst, span, &e); r != CUDA_SUCCESS) return r;
+  if (CUresult r = ResolveEndpoint(CU_MEMORYTYPE_DEVICE, p.dst, span, &e); r != CUDA_SUCCESS)
+    return r;
   op->kind = OpKind::kSet;
   op->dst = e.p;
   op->width = width;
@@ -82,10 +86,11 @@ CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op) {
   return CUDA_SUCCESS;
 }
 
-CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
-                      const Op& op) {
+CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                      CUgraphNodeType type, const Op& op) {
   auto* g = reinterpret_cast<Graph*>(hg);
-  if (out == nullptr || !LiveGraph(g) || (n > 0 && deps == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (out == nullptr || !LiveGraph(g) || (n > 0 && deps == nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < n; ++i) {
     GraphNode* d = NodeOf(deps[i]);
     if (d == nullptr || d->owner != g) return CUDA_ERROR_INVALID_VALUE;
@@ -122,7 +127,8 @@ CUresult AddKernelNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, si
   return r;
 }
 
-CUresult AddMemcpyNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, const CUDA_MEMCPY3D& p) {
+CUresult AddMemcpyNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                       const CUDA_MEMCPY3D& p) {
   Op op;
   if (CUresult r = MakeCopyOp(p, &op); r != CUDA_SUCCESS) return r;
   CUresult r = AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_MEMCPY, op);
@@ -197,7 +203,10 @@ SIM_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                    const CUgraphNode* dependencies,
+                                                    size_t numDependencies,
+                                                    const CUDA_KERNEL_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphAddKernelNode_v2");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, *p);
@@ -220,62 +229,83 @@ CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
 
 // CUDA 10-11's form: CUDA_KERNEL_NODE_PARAMS_v1 (no kern, no ctx).
 #undef cuGraphAddKernelNode
-SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                 const CUgraphNode* dependencies,
+                                                 size_t numDependencies,
+                                                 const CUDA_KERNEL_NODE_PARAMS_v1* p) {
   SIM_ENTER("cuGraphAddKernelNode");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, FromV1(*p));
 }
 
 #undef cuGraphKernelNodeSetParams
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+                                                          const CUDA_KERNEL_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphKernelNodeSetParams_v2");
   if (hNode == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return SetKernelNode(NodeOf(hNode), *p);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode,
+                                                       const CUDA_KERNEL_NODE_PARAMS_v1* p) {
   SIM_ENTER("cuGraphKernelNodeSetParams");
   if (hNode == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return SetKernelNode(NodeOf(hNode), FromV1(*p));
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                 const CUgraphNode* dependencies,
+                                                 size_t numDependencies,
+                                                 const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
   SIM_ENTER("cuGraphAddMemcpyNode");
   if (copyParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AddMemcpyNode(phGraphNode, hGraph, dependencies, numDependencies, *copyParams);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode,
+                                                       const CUDA_MEMCPY3D* nodeParams) {
   SIM_ENTER("cuGraphMemcpyNodeSetParams");
   if (hNode == nullptr || nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return SetMemcpyNode(NodeOf(hNode), *nodeParams);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                 const CUgraphNode* dependencies,
+                                                 size_t numDependencies,
+                                                 const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
   SIM_ENTER("cuGraphAddMemsetNode");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return AddMemsetNode(phGraphNode, hGraph, dependencies, numDependencies, *p);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+                                                       const CUDA_MEMSET_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphMemsetNodeSetParams");
   if (hNode == nullptr || nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return SetMemsetNode(NodeOf(hNode), *nodeParams);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode* dependencies,
+                                               size_t numDependencies,
+                                               const CUDA_HOST_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphAddHostNode");
   Op op;
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = MakeHostOp(*p, &op); r != CUDA_SUCCESS) return r;
-  return AddGraphNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_HOST, op);
+  return AddGraphNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_HOST,
+                      op);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode hNode,
+                                                     const CUDA_HOST_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphHostNodeSetParams");
   if (hNode == nullptr || nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return SetHostNode(NodeOf(hNode), *nodeParams);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                const CUgraphNode* dependencies,
+                                                size_t numDependencies) {
   SIM_ENTER("cuGraphAddEmptyNode");
-  return AddGraphNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
+  return AddGraphNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_EMPTY,
+                      Op{});
 }
 
 SIM_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {

@@ -27,8 +27,8 @@ bool HasEdge(const GraphNode* from, const GraphNode* to) {
 // Adds (or removes) the edges from[i] -> to[i], all or none: every node must
 // belong to g, and each edge must not exist yet (must exist, to remove). The
 // sim's edges are default ones; other edge data names no edge here.
-CUresult EditEdges(CUgraph hg, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* data,
-                   size_t n, bool add) {
+CUresult EditEdges(CUgraph hg, const CUgraphNode* from, const CUgraphNode* to,
+                   const CUgraphEdgeData* data, size_t n, bool add) {
   auto* g = reinterpret_cast<Graph*>(hg);
   if (!LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
@@ -38,9 +38,11 @@ CUresult EditEdges(CUgraph hg, const CUgraphNode* from, const CUgraphNode* to, c
   for (size_t i = 0; i < n; ++i) {
     GraphNode* f = NodeOf(from[i]);
     GraphNode* t = NodeOf(to[i]);
-    if (f == nullptr || t == nullptr || f->owner != g || t->owner != g || f == t) return CUDA_ERROR_INVALID_VALUE;
+    if (f == nullptr || t == nullptr || f->owner != g || t->owner != g || f == t)
+      return CUDA_ERROR_INVALID_VALUE;
     if (!DefaultEdge(data, i) || HasEdge(f, t) != !add) return CUDA_ERROR_INVALID_VALUE;
-    if (std::find(edges.begin(), edges.end(), std::make_pair(f, t)) != edges.end()) return CUDA_ERROR_INVALID_VALUE;
+    if (std::find(edges.begin(), edges.end(), std::make_pair(f, t)) != edges.end())
+      return CUDA_ERROR_INVALID_VALUE;
     edges.emplace_back(f, t);
   }
   for (auto [f, t] : edges) {
@@ -57,19 +59,28 @@ CUresult EditEdges(CUgraph hg, const CUgraphNode* from, const CUgraphNode* to, c
 
 #undef cuGraphAddDependencies
 #undef cuGraphRemoveDependencies
-SIM_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, size_t numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode* from,
+                                                   const CUgraphNode* to, size_t numDependencies) {
   SIM_ENTER("cuGraphAddDependencies");
   return EditEdges(hGraph, from, to, nullptr, numDependencies, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* edgeData, size_t numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode* from,
+                                                      const CUgraphNode* to,
+                                                      const CUgraphEdgeData* edgeData,
+                                                      size_t numDependencies) {
   SIM_ENTER("cuGraphAddDependencies_v2");
   return EditEdges(hGraph, from, to, edgeData, numDependencies, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, size_t numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode* from,
+                                                      const CUgraphNode* to,
+                                                      size_t numDependencies) {
   SIM_ENTER("cuGraphRemoveDependencies");
   return EditEdges(hGraph, from, to, nullptr, numDependencies, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* edgeData, size_t numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode* from,
+                                                         const CUgraphNode* to,
+                                                         const CUgraphEdgeData* edgeData,
+                                                         size_t numDependencies) {
   SIM_ENTER("cuGraphRemoveDependencies_v2");
   return EditEdges(hGraph, from, to, edgeData, numDependencies, false);
 }
@@ -89,7 +100,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode) {
     }
     auto& open = g->capture_deps;
     open.erase(std::remove(open.begin(), open.end(), node), open.end());
-    auto it = std::find_if(g->nodes.begin(), g->nodes.end(), [node](const auto& n) { return n.get() == node; });
+    auto it = std::find_if(g->nodes.begin(), g->nodes.end(),
+                           [node](const auto& n) { return n.get() == node; });
     if (it == g->nodes.end()) return CUDA_ERROR_INVALID_VALUE;
     child = node->child;
     g->nodes.erase(it);
@@ -106,7 +118,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* phGraphClone, CUgraph original
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode* phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode* phNode, CUgraphNode hOriginalNode,
+                                                   CUgraph hClonedGraph) {
   SIM_ENTER("cuGraphNodeFindInClone");
   auto* clone = reinterpret_cast<Graph*>(hClonedGraph);
   GraphNode* orig = NodeOf(hOriginalNode);
@@ -127,10 +140,11 @@ SIM_EXPORT CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode* phNode, CUgraphN
 namespace vgpu::sim {
 
 // The node embeds a clone of child (or child itself, moved: the parent owns it).
-CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraph child,
-                           bool move) {
+CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                           CUgraph child, bool move) {
   auto* c = reinterpret_cast<Graph*>(child);
-  if (!LiveGraph(c) || c == reinterpret_cast<Graph*>(hg) || c->parent != nullptr || c->capturing != nullptr) {
+  if (!LiveGraph(c) || c == reinterpret_cast<Graph*>(hg) || c->parent != nullptr ||
+      c->capturing != nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Graph* embedded = move ? c : CloneGraph(c);
@@ -144,8 +158,8 @@ CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps
   return CUDA_SUCCESS;
 }
 
-CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
-                      CUevent ev) {
+CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                      CUgraphNodeType type, CUevent ev) {
   if (!IsLiveEvent(reinterpret_cast<Event*>(ev))) return CUDA_ERROR_INVALID_VALUE;
   Op op;
   op.event = reinterpret_cast<Event*>(ev);
@@ -163,17 +177,25 @@ CUresult SetEventNode(GraphNode* node, CUgraphNodeType type, CUevent ev) {
 
 }  // namespace vgpu::sim
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUgraph childGraph) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                     const CUgraphNode* dependencies,
+                                                     size_t numDependencies, CUgraph childGraph) {
   SIM_ENTER("cuGraphAddChildGraphNode");
   return AddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, childGraph, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUevent event) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                      const CUgraphNode* dependencies,
+                                                      size_t numDependencies, CUevent event) {
   SIM_ENTER("cuGraphAddEventRecordNode");
-  return AddEventNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+  return AddEventNode(phGraphNode, hGraph, dependencies, numDependencies,
+                      CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUevent event) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                    const CUgraphNode* dependencies,
+                                                    size_t numDependencies, CUevent event) {
   SIM_ENTER("cuGraphAddEventWaitNode");
-  return AddEventNode(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
+  return AddEventNode(phGraphNode, hGraph, dependencies, numDependencies,
+                      CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 SIM_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event) {
   SIM_ENTER("cuGraphEventRecordNodeSetEvent");
@@ -218,37 +240,52 @@ CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
 }  // namespace
 
 #undef cuGraphExecKernelNodeSetParams
-SIM_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExecKernelNodeSetParams_v2");
   return ExecSet(hGraphExec, hNode, nodeParams, CU_GRAPH_NODE_TYPE_KERNEL, &MakeKernelOp);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
   SIM_ENTER("cuGraphExecKernelNodeSetParams");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS p = FromV1(*nodeParams);
   return ExecSet(hGraphExec, hNode, &p, CU_GRAPH_NODE_TYPE_KERNEL, &MakeKernelOp);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec,
+                                                           CUgraphNode hNode,
+                                                           const CUDA_MEMCPY3D* copyParams,
+                                                           CUcontext ctx) {
   SIM_ENTER("cuGraphExecMemcpyNodeSetParams");
   return ExecSet(hGraphExec, hNode, copyParams, CU_GRAPH_NODE_TYPE_MEMCPY, &MakeCopyOp);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
+// gen_proc_table.py finds an entry point by its first line.
+// clang-format off
+SIM_EXPORT CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* memsetParams,
+    CUcontext ctx) {
+  // clang-format on
   SIM_ENTER("cuGraphExecMemsetNodeSetParams");
   return ExecSet(hGraphExec, hNode, memsetParams, CU_GRAPH_NODE_TYPE_MEMSET, &MakeSetOp);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                         const CUDA_HOST_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExecHostNodeSetParams");
   return ExecSet(hGraphExec, hNode, nodeParams, CU_GRAPH_NODE_TYPE_HOST, &MakeHostOp);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec,
+                                                               CUgraphNode hNode,
+                                                               CUgraph childGraph) {
   SIM_ENTER("cuGraphExecChildGraphNodeSetParams");
   return ExecSetChild(hGraphExec, hNode, childGraph);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec,
+                                                               CUgraphNode hNode, CUevent event) {
   SIM_ENTER("cuGraphExecEventRecordNodeSetEvent");
   return ExecSetEvent(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec,
+                                                             CUgraphNode hNode, CUevent event) {
   SIM_ENTER("cuGraphExecEventWaitNodeSetEvent");
   return ExecSetEvent(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }

@@ -30,7 +30,8 @@ bool ValidMode(CUstreamCaptureMode mode) {
 bool DefaultEdges(const CUgraphEdgeData* data, size_t n) {
   if (data == nullptr) return true;
   for (size_t i = 0; i < n; ++i) {
-    if (data[i].from_port != 0 || data[i].to_port != 0 || data[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) {
+    if (data[i].from_port != 0 || data[i].to_port != 0 ||
+        data[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) {
       return false;
     }
   }
@@ -65,8 +66,9 @@ CUresult BeginCapture(CUstream h, CUstreamCaptureMode mode, bool ptds) {
   return StartCapture(s, NewGraph(), mode);
 }
 
-CUresult BeginCaptureToGraph(CUstream h, CUgraph hg, const CUgraphNode* deps, const CUgraphEdgeData* data,
-                             size_t n, CUstreamCaptureMode mode, bool ptds) {
+CUresult BeginCaptureToGraph(CUstream h, CUgraph hg, const CUgraphNode* deps,
+                             const CUgraphEdgeData* data, size_t n, CUstreamCaptureMode mode,
+                             bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
   auto* g = reinterpret_cast<Graph*>(hg);
@@ -114,12 +116,14 @@ CUresult IsCapturing(CUstream h, CUstreamCaptureStatus* status, bool ptds) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
-  *status = s->capture_graph() != nullptr ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  *status = s->capture_graph() != nullptr ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                          : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 
 CUresult CaptureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
-                     const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* num, bool ptds) {
+                     const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* num,
+                     bool ptds) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
@@ -143,8 +147,8 @@ CUresult CaptureInfo(CUstream h, CUstreamCaptureStatus* status, cuuint64_t* id, 
   return CUDA_SUCCESS;
 }
 
-CUresult UpdateCaptureDeps(CUstream h, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t n,
-                           unsigned flags, bool ptds) {
+CUresult UpdateCaptureDeps(CUstream h, const CUgraphNode* deps, const CUgraphEdgeData* data,
+                           size_t n, unsigned flags, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
   if (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
@@ -181,17 +185,28 @@ SIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCa
   SIM_ENTER("cuStreamBeginCapture_v2");
   return BeginCapture(hStream, mode, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+SIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+                                                         CUstreamCaptureMode mode) {
   SIM_ENTER("cuStreamBeginCapture_v2_ptsz");
   return BeginCapture(hStream, mode, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, CUstreamCaptureMode mode) {
+SIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                        const CUgraphNode* dependencies,
+                                                        const CUgraphEdgeData* dependencyData,
+                                                        size_t numDependencies,
+                                                        CUstreamCaptureMode mode) {
   SIM_ENTER("cuStreamBeginCaptureToGraph");
-  return BeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode, false);
+  return BeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode,
+                             false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, CUstreamCaptureMode mode) {
+SIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                             const CUgraphNode* dependencies,
+                                                             const CUgraphEdgeData* dependencyData,
+                                                             size_t numDependencies,
+                                                             CUstreamCaptureMode mode) {
   SIM_ENTER("cuStreamBeginCaptureToGraph_ptsz");
-  return BeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode, true);
+  return BeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode,
+                             true);
 }
 SIM_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
   SIM_ENTER("cuStreamEndCapture");
@@ -201,55 +216,93 @@ SIM_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* p
   SIM_ENTER("cuStreamEndCapture_ptsz");
   return EndCapture(hStream, phGraph, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
+                                                CUstreamCaptureStatus* captureStatus) {
   SIM_ENTER("cuStreamIsCapturing");
   return IsCapturing(hStream, captureStatus, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+SIM_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream,
+                                                     CUstreamCaptureStatus* captureStatus) {
   SIM_ENTER("cuStreamIsCapturing_ptsz");
   return IsCapturing(hStream, captureStatus, true);
 }
 // CUDA 10.1's form: status and id only.
 #undef cuStreamGetCaptureInfo
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream,
+                                                   CUstreamCaptureStatus* captureStatus_out,
+                                                   cuuint64_t* id_out) {
   SIM_ENTER("cuStreamGetCaptureInfo");
   return CaptureInfo(hStream, captureStatus_out, id_out, nullptr, nullptr, nullptr, nullptr, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+                                                        CUstreamCaptureStatus* captureStatus_out,
+                                                        cuuint64_t* id_out) {
   SIM_ENTER("cuStreamGetCaptureInfo_ptsz");
   return CaptureInfo(hStream, captureStatus_out, id_out, nullptr, nullptr, nullptr, nullptr, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                                      CUstreamCaptureStatus* captureStatus_out,
+                                                      cuuint64_t* id_out, CUgraph* graph_out,
+                                                      const CUgraphNode** dependencies_out,
+                                                      size_t* numDependencies_out) {
   SIM_ENTER("cuStreamGetCaptureInfo_v2");
-  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr, numDependencies_out, false);
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr,
+                     numDependencies_out, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, size_t* numDependencies_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                           CUstreamCaptureStatus* captureStatus_out,
+                                                           cuuint64_t* id_out, CUgraph* graph_out,
+                                                           const CUgraphNode** dependencies_out,
+                                                           size_t* numDependencies_out) {
   SIM_ENTER("cuStreamGetCaptureInfo_v2_ptsz");
-  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr, numDependencies_out, true);
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, nullptr,
+                     numDependencies_out, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                                      CUstreamCaptureStatus* captureStatus_out,
+                                                      cuuint64_t* id_out, CUgraph* graph_out,
+                                                      const CUgraphNode** dependencies_out,
+                                                      const CUgraphEdgeData** edgeData_out,
+                                                      size_t* numDependencies_out) {
   SIM_ENTER("cuStreamGetCaptureInfo_v3");
-  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out, false);
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                     numDependencies_out, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out, const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+SIM_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+                                                           CUstreamCaptureStatus* captureStatus_out,
+                                                           cuuint64_t* id_out, CUgraph* graph_out,
+                                                           const CUgraphNode** dependencies_out,
+                                                           const CUgraphEdgeData** edgeData_out,
+                                                           size_t* numDependencies_out) {
   SIM_ENTER("cuStreamGetCaptureInfo_v3_ptsz");
-  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out, true);
+  return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                     numDependencies_out, true);
 }
 
 #undef cuStreamUpdateCaptureDependencies
-SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode* dependencies, size_t numDependencies, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream,
+                                                              CUgraphNode* dependencies,
+                                                              size_t numDependencies,
+                                                              unsigned int flags) {
   SIM_ENTER("cuStreamUpdateCaptureDependencies");
   return UpdateCaptureDeps(hStream, dependencies, nullptr, numDependencies, flags, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode* dependencies, size_t numDependencies, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream,
+                                                                   CUgraphNode* dependencies,
+                                                                   size_t numDependencies,
+                                                                   unsigned int flags) {
   SIM_ENTER("cuStreamUpdateCaptureDependencies_ptsz");
   return UpdateCaptureDeps(hStream, dependencies, nullptr, numDependencies, flags, true);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2(
+    CUstream hStream, CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData,
+    size_t numDependencies, unsigned int flags) {
   SIM_ENTER("cuStreamUpdateCaptureDependencies_v2");
   return UpdateCaptureDeps(hStream, dependencies, dependencyData, numDependencies, flags, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(
+    CUstream hStream, CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData,
+    size_t numDependencies, unsigned int flags) {
   SIM_ENTER("cuStreamUpdateCaptureDependencies_v2_ptsz");
   return UpdateCaptureDeps(hStream, dependencies, dependencyData, numDependencies, flags, true);
 }

@@ -13,7 +13,8 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 namespace {
 
 // Instantiates g (live) into a new registered exec graph.
-CUresult Instantiate(Graph* g, unsigned long long flags, GraphExec** out, const GraphNode** bad = nullptr) {
+CUresult Instantiate(Graph* g, unsigned long long flags, GraphExec** out,
+                     const GraphNode** bad = nullptr) {
   auto* e = new GraphExec();
   e->ctx = CurrentContextOrNull();
   e->flags = flags;
@@ -65,12 +66,14 @@ CUresult CheckDeviceLaunch(Graph* g, CUDA_GRAPH_INSTANTIATE_PARAMS* p) {
   return CUDA_SUCCESS;
 }
 
-CUresult InstantiateWithParams(CUgraphExec* out, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* p, bool ptsz) {
+CUresult InstantiateWithParams(CUgraphExec* out, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* p,
+                               bool ptsz) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   p->hErrNode_out = nullptr;
   p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
   auto* g = reinterpret_cast<Graph*>(hGraph);
-  if (out == nullptr || !LiveGraph(g) || (p->flags & ~kInstantiateFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (out == nullptr || !LiveGraph(g) || (p->flags & ~kInstantiateFlags) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
   const bool device_launch = (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0;
   if (device_launch && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0) {
     return CUDA_ERROR_INVALID_VALUE;  // "cannot be used in conjunction"
@@ -95,8 +98,8 @@ CUresult InstantiateWithParams(CUgraphExec* out, CUgraph hGraph, CUDA_GRAPH_INST
 }
 
 // Sets the result (and nodes) of a failed update.
-CUresult UpdateFailed(CUgraphExecUpdateResultInfo* info, CUgraphExecUpdateResult why, const GraphNode* node,
-                      const GraphNode* from = nullptr) {
+CUresult UpdateFailed(CUgraphExecUpdateResultInfo* info, CUgraphExecUpdateResult why,
+                      const GraphNode* node, const GraphNode* from = nullptr) {
   info->result = why;
   info->errorNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(node));
   info->errorFromNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(from));
@@ -108,8 +111,8 @@ CUresult UpdateFailed(CUgraphExecUpdateResultInfo* info, CUgraphExecUpdateResult
 bool ParamsUpdatable(CUgraphNodeType type, const Op& was, const Op& now) {
   if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
     bool two_d = was.height > 1 || now.height > 1;
-    return now.elem == was.elem &&
-           (!two_d || (now.width == was.width && now.height == was.height && now.dst_pitch == was.dst_pitch));
+    return now.elem == was.elem && (!two_d || (now.width == was.width && now.height == was.height &&
+                                               now.dst_pitch == was.dst_pitch));
   }
   if (type == CU_GRAPH_NODE_TYPE_MEMCPY) return (now.height > 1) == (was.height > 1);
   return true;
@@ -118,20 +121,24 @@ bool ParamsUpdatable(CUgraphNodeType type, const Op& was, const Op& now) {
 // Why `now` (built from the new graph) cannot replace e's nodes, or SUCCESS.
 CUresult CheckUpdate(const GraphExec& e, const GraphExec& now, CUgraphExecUpdateResultInfo* info) {
   const size_t n = now.nodes.size();
-  if (n != e.nodes.size()) return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, nullptr);
+  if (n != e.nodes.size())
+    return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const ExecNode& x = now.nodes[i];
     const auto& was = e.nodes[i].deps;
-    if (x.deps.size() != was.size()) return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node);
+    if (x.deps.size() != was.size())
+      return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node);
     for (size_t k = 0; k < x.deps.size(); ++k) {
       if (x.deps[k] != was[k]) {
-        return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node, now.nodes[x.deps[k]].node);
+        return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node,
+                            now.nodes[x.deps[k]].node);
       }
     }
   }
   for (size_t i = 0; i < n; ++i) {
     const ExecNode& x = now.nodes[i];
-    if (x.type != e.nodes[i].type) return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, x.node);
+    if (x.type != e.nodes[i].type)
+      return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, x.node);
     if (x.child != nullptr && !SameShape(*x.child, *e.nodes[i].child)) {
       return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node);
     }
@@ -175,8 +182,8 @@ CUresult ExecUpdate(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResultIn
 // The 5-argument instantiate of CUDA 10 and 11 (cuGetProcAddress hands it out
 // for "cuGraphInstantiate" at versions 10000-12xxx): no error node and an
 // empty log on success, as the driver leaves them.
-CUresult InstantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
-                            size_t bufferSize) {
+CUresult InstantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                            char* logBuffer, size_t bufferSize) {
   if (phErrorNode != nullptr) *phErrorNode = nullptr;
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
   auto* g = reinterpret_cast<Graph*>(hGraph);
@@ -184,7 +191,8 @@ CUresult InstantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNod
   GraphExec* e = nullptr;
   const GraphNode* bad = nullptr;
   if (CUresult r = Instantiate(g, 0, &e, &bad); r != CUDA_SUCCESS) {
-    if (phErrorNode != nullptr) *phErrorNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(bad));
+    if (phErrorNode != nullptr)
+      *phErrorNode = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(bad));
     return r;
   }
   *phGraphExec = reinterpret_cast<CUgraphExec>(e);
@@ -193,7 +201,8 @@ CUresult InstantiateWithLog(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNod
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                        unsigned long long flags) {
   SIM_ENTER("cuGraphInstantiateWithFlags");
   auto* g = reinterpret_cast<Graph*>(hGraph);
   if (phGraphExec == nullptr || !LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
@@ -203,35 +212,41 @@ SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
   SIM_ENTER("cuGraphInstantiateWithParams");
   return InstantiateWithParams(phGraphExec, hGraph, instantiateParams, false);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
   SIM_ENTER("cuGraphInstantiateWithParams_ptsz");
   return InstantiateWithParams(phGraphExec, hGraph, instantiateParams, true);
 }
 
 #undef cuGraphInstantiate  // cuda.h maps the name to cuGraphInstantiateWithFlags
-SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
-                                               char* logBuffer, size_t bufferSize) {
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                               CUgraphNode* phErrorNode, char* logBuffer,
+                                               size_t bufferSize) {
   SIM_ENTER("cuGraphInstantiate");
   return InstantiateWithLog(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
-                                                  char* logBuffer, size_t bufferSize) {
+SIM_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                  CUgraphNode* phErrorNode, char* logBuffer,
+                                                  size_t bufferSize) {
   SIM_ENTER("cuGraphInstantiate_v2");
   return InstantiateWithLog(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo* resultInfo) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                                 CUgraphExecUpdateResultInfo* resultInfo) {
   SIM_ENTER("cuGraphExecUpdate_v2");
   return ExecUpdate(hGraphExec, hGraph, resultInfo);
 }
 
 // The CUDA 10.2-11.x form: the error node and the result separately.
 #undef cuGraphExecUpdate  // cuda.h maps the name to cuGraphExecUpdate_v2
-SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode* hErrorNode_out,
+SIM_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                              CUgraphNode* hErrorNode_out,
                                               CUgraphExecUpdateResult* updateResult_out) {
   SIM_ENTER("cuGraphExecUpdate");
   if (hErrorNode_out == nullptr || updateResult_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -291,7 +306,8 @@ ExecNode* FindExecNode(GraphExec* e, CUgraphNode hNode) {
 
 // Only kernel, memcpy and memset nodes can be enabled or disabled.
 bool Switchable(CUgraphNodeType t) {
-  return t == CU_GRAPH_NODE_TYPE_KERNEL || t == CU_GRAPH_NODE_TYPE_MEMCPY || t == CU_GRAPH_NODE_TYPE_MEMSET;
+  return t == CU_GRAPH_NODE_TYPE_KERNEL || t == CU_GRAPH_NODE_TYPE_MEMCPY ||
+         t == CU_GRAPH_NODE_TYPE_MEMSET;
 }
 
 }  // namespace
@@ -303,7 +319,8 @@ CUresult ExecSetOp(CUgraphExec h, CUgraphNode hNode, CUgraphNodeType type, const
   if (e == nullptr || hNode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(e->mu);
   ExecNode* n = FindExecNode(e, hNode);
-  if (n == nullptr || n->type != type || !ParamsUpdatable(type, n->op, op)) return CUDA_ERROR_INVALID_VALUE;
+  if (n == nullptr || n->type != type || !ParamsUpdatable(type, n->op, op))
+    return CUDA_ERROR_INVALID_VALUE;
   CopyOp(op, &n->op);
   n->op.dep = {nullptr, 0};
   n->op.extra_deps.clear();
@@ -331,7 +348,8 @@ CUresult ExecSetChild(CUgraphExec h, CUgraphNode hNode, CUgraph child) {
 
 }  // namespace vgpu::sim
 
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int* isEnabled) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                  unsigned int* isEnabled) {
   SIM_ENTER("cuGraphNodeGetEnabled");
   GraphExec* e = LiveExec(hGraphExec);
   if (isEnabled == nullptr || hNode == nullptr || e == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -342,7 +360,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgrap
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                  unsigned int isEnabled) {
   SIM_ENTER("cuGraphNodeSetEnabled");
   GraphExec* e = LiveExec(hGraphExec);
   if (hNode == nullptr || e == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -23,7 +23,9 @@ bool ValidCount(unsigned count) { return count != 0 && count <= INT_MAX; }
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuUserObjectCreate(CUuserObject* object_out, void* ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuUserObjectCreate(CUuserObject* object_out, void* ptr,
+                                               CUhostFn destroy, unsigned int initialRefcount,
+                                               unsigned int flags) {
   SIM_ENTER("cuUserObjectCreate");
   // NO_DESTRUCTOR_SYNC is required: the only defined flag.
   if (object_out == nullptr || destroy == nullptr || !ValidCount(initialRefcount) ||
@@ -50,11 +52,13 @@ SIM_EXPORT CUresult CUDAAPI cuUserObjectRelease(CUuserObject object, unsigned in
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
+                                                    unsigned int count, unsigned int flags) {
   SIM_ENTER("cuGraphRetainUserObject");
   auto* g = reinterpret_cast<Graph*>(graph);
   UserObject* o = UserObjectOf(object);
-  if (!LiveGraph(g) || o == nullptr || !ValidCount(count) || (flags & ~CU_GRAPH_USER_OBJECT_MOVE) != 0) {
+  if (!LiveGraph(g) || o == nullptr || !ValidCount(count) ||
+      (flags & ~CU_GRAPH_USER_OBJECT_MOVE) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   // MOVE hands over the caller's references instead of taking new ones.
@@ -64,7 +68,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphRetainUserObject(CUgraph graph, CUuserObject 
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count) {
+SIM_EXPORT CUresult CUDAAPI cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
+                                                     unsigned int count) {
   SIM_ENTER("cuGraphReleaseUserObject");
   auto* g = reinterpret_cast<Graph*>(graph);
   UserObject* o = UserObjectOf(object);
@@ -111,19 +116,25 @@ GraphNode* KernelNodeOf(CUgraphNode h) {
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue* value_out) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode,
+                                                          CUkernelNodeAttrID attr,
+                                                          CUkernelNodeAttrValue* value_out) {
   SIM_ENTER("cuGraphKernelNodeGetAttribute");
   GraphNode* n = KernelNodeOf(hNode);
-  if (n == nullptr || value_out == nullptr || !KernelNodeAttr(attr)) return CUDA_ERROR_INVALID_VALUE;
+  if (n == nullptr || value_out == nullptr || !KernelNodeAttr(attr))
+    return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(n->owner->mu);
   auto it = n->attrs.find(RawEnum(attr));
   CUkernelNodeAttrValue v{};
-  if (RawEnum(attr) == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP) v.memSyncDomainMap = {0, 1};  // as streams'
+  if (RawEnum(attr) == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP)
+    v.memSyncDomainMap = {0, 1};  // as streams'
   *value_out = it != n->attrs.end() ? it->second : v;
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue* value) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode hNode,
+                                                          CUkernelNodeAttrID attr,
+                                                          const CUkernelNodeAttrValue* value) {
   SIM_ENTER("cuGraphKernelNodeSetAttribute");
   GraphNode* n = KernelNodeOf(hNode);
   if (n == nullptr || value == nullptr || !KernelNodeAttr(attr)) return CUDA_ERROR_INVALID_VALUE;
@@ -152,7 +163,10 @@ SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUg
 
 // Handles are created (and unique), but the sim builds no conditional nodes
 // (cuGraphAddNode answers NOT_SUPPORTED for them), so none is ever read.
-SIM_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out,
+                                                           CUgraph hGraph, CUcontext ctx,
+                                                           unsigned int defaultLaunchValue,
+                                                           unsigned int flags) {
   SIM_ENTER("cuGraphConditionalHandleCreate");
   static std::atomic<cuuint64_t> next{1};
   if (pHandle_out == nullptr || !LiveGraph(reinterpret_cast<Graph*>(hGraph)) ||
@@ -169,27 +183,38 @@ namespace {
 
 const char* TypeName(CUgraphNodeType t) {
   switch (t) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return "KERNEL";
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return "MEMCPY";
-    case CU_GRAPH_NODE_TYPE_MEMSET: return "MEMSET";
-    case CU_GRAPH_NODE_TYPE_HOST: return "HOST";
-    case CU_GRAPH_NODE_TYPE_GRAPH: return "GRAPH";
-    case CU_GRAPH_NODE_TYPE_EMPTY: return "EMPTY";
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "WAIT_EVENT";
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "EVENT_RECORD";
-    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: return "BATCH_MEM_OP";
-    default: return "NODE";
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return "KERNEL";
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return "MEMCPY";
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return "MEMSET";
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return "HOST";
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return "GRAPH";
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return "EMPTY";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return "WAIT_EVENT";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return "EVENT_RECORD";
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return "BATCH_MEM_OP";
+    default:
+      return "NODE";
   }
 }
 
 // One cluster per graph; a child graph node links to its graph's cluster.
 void WriteGraph(FILE* f, Graph* g) {
   std::lock_guard<std::mutex> lock(g->mu);
-  std::fprintf(f, "subgraph cluster_%llu {\nlabel=\"graph_%llu\";\n", static_cast<unsigned long long>(g->id),
-               static_cast<unsigned long long>(g->id));
+  std::fprintf(f, "subgraph cluster_%llu {\nlabel=\"graph_%llu\";\n",
+               static_cast<unsigned long long>(g->id), static_cast<unsigned long long>(g->id));
   for (const auto& n : g->nodes) {
-    std::fprintf(f, "\"node_%llu\" [label=\"%s\\nnode_%llu\"];\n", static_cast<unsigned long long>(n->id),
-                 TypeName(n->type), static_cast<unsigned long long>(n->id));
+    std::fprintf(f, "\"node_%llu\" [label=\"%s\\nnode_%llu\"];\n",
+                 static_cast<unsigned long long>(n->id), TypeName(n->type),
+                 static_cast<unsigned long long>(n->id));
   }
   for (const auto& n : g->nodes) {
     for (const GraphNode* d : n->deps) {
@@ -205,7 +230,8 @@ void WriteGraph(FILE* f, Graph* g) {
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char* path, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char* path,
+                                                 unsigned int flags) {
   SIM_ENTER("cuGraphDebugDotPrint");
   auto* g = reinterpret_cast<Graph*>(hGraph);
   if (!LiveGraph(g) || path == nullptr) return CUDA_ERROR_INVALID_VALUE;

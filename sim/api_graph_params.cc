@@ -42,7 +42,8 @@ CUDA_HOST_NODE_PARAMS HostOf(const CUDA_HOST_NODE_PARAMS_v2& h) { return {h.fn, 
 // What the reserved fields must hold, and the node types the sim has no
 // model for.
 CUresult CheckParams(const CUgraphNodeParams* p) {
-  if (p == nullptr || p->reserved0[0] != 0 || p->reserved0[1] != 0 || p->reserved0[2] != 0 || p->reserved2 != 0) {
+  if (p == nullptr || p->reserved0[0] != 0 || p->reserved0[1] != 0 || p->reserved0[2] != 0 ||
+      p->reserved2 != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   switch (RawEnum(p->type)) {
@@ -71,18 +72,22 @@ CUresult CheckParams(const CUgraphNodeParams* p) {
   return CUDA_SUCCESS;
 }
 
-CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t n,
-                 CUgraphNodeParams* p) {
+CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CUgraphEdgeData* data,
+                 size_t n, CUgraphNodeParams* p) {
   if (CUresult r = CheckParams(p); r != CUDA_SUCCESS) return r;
   for (size_t i = 0; data != nullptr && i < n; ++i) {
-    if (data[i].from_port != 0 || data[i].to_port != 0 || data[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) {
+    if (data[i].from_port != 0 || data[i].to_port != 0 ||
+        data[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) {
       return CUDA_ERROR_INVALID_VALUE;  // the sim's edges are default ones
     }
   }
   switch (p->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return AddKernelNode(out, hg, deps, n, KernelOf(p->kernel));
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return AddMemcpyNode(out, hg, deps, n, p->memcpy.copyParams);
-    case CU_GRAPH_NODE_TYPE_MEMSET: return AddMemsetNode(out, hg, deps, n, MemsetOf(p->memset));
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return AddKernelNode(out, hg, deps, n, KernelOf(p->kernel));
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return AddMemcpyNode(out, hg, deps, n, p->memcpy.copyParams);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return AddMemsetNode(out, hg, deps, n, MemsetOf(p->memset));
     case CU_GRAPH_NODE_TYPE_HOST: {
       Op op;
       if (CUresult r = MakeHostOp(HostOf(p->host), &op); r != CUDA_SUCCESS) return r;
@@ -90,14 +95,19 @@ CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CU
     }
     case CU_GRAPH_NODE_TYPE_GRAPH: {
       int own = RawEnum(p->graph.ownership);
-      if (own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE && own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
+      if (own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE &&
+          own != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
         return CUDA_ERROR_INVALID_VALUE;
       }
-      return AddChildGraphNode(out, hg, deps, n, p->graph.graph, own == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
+      return AddChildGraphNode(out, hg, deps, n, p->graph.graph,
+                               own == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
     }
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return AddEventNode(out, hg, deps, n, p->type, p->eventWait.event);
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return AddEventNode(out, hg, deps, n, p->type, p->eventRecord.event);
-    default: return AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return AddEventNode(out, hg, deps, n, p->type, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return AddEventNode(out, hg, deps, n, p->type, p->eventRecord.event);
+    default:
+      return AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
   }
 }
 
@@ -105,15 +115,23 @@ CUresult SetNode(GraphNode* node, CUgraphNodeParams* p) {
   if (CUresult r = CheckParams(p); r != CUDA_SUCCESS) return r;
   if (node == nullptr || node->type != p->type) return CUDA_ERROR_INVALID_VALUE;
   switch (p->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return SetKernelNode(node, KernelOf(p->kernel));
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return SetMemcpyNode(node, p->memcpy.copyParams);
-    case CU_GRAPH_NODE_TYPE_MEMSET: return SetMemsetNode(node, MemsetOf(p->memset));
-    case CU_GRAPH_NODE_TYPE_HOST: return SetHostNode(node, HostOf(p->host));
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return SetEventNode(node, p->type, p->eventWait.event);
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return SetEventNode(node, p->type, p->eventRecord.event);
-    case CU_GRAPH_NODE_TYPE_EMPTY: return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return SetKernelNode(node, KernelOf(p->kernel));
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return SetMemcpyNode(node, p->memcpy.copyParams);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      return SetMemsetNode(node, MemsetOf(p->memset));
+    case CU_GRAPH_NODE_TYPE_HOST:
+      return SetHostNode(node, HostOf(p->host));
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return SetEventNode(node, p->type, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return SetEventNode(node, p->type, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return CUDA_SUCCESS;
     // A child graph node's graph is edited through cuGraphChildGraphNodeGetGraph.
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -122,14 +140,28 @@ CUresult ExecSetNode(CUgraphExec h, CUgraphNode node, CUgraphNodeParams* p) {
   Op op;
   CUresult r = CUDA_SUCCESS;
   switch (p->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: r = MakeKernelOp(KernelOf(p->kernel), &op); break;
-    case CU_GRAPH_NODE_TYPE_MEMCPY: r = MakeCopyOp(p->memcpy.copyParams, &op); break;
-    case CU_GRAPH_NODE_TYPE_MEMSET: r = MakeSetOp(MemsetOf(p->memset), &op); break;
-    case CU_GRAPH_NODE_TYPE_HOST: r = MakeHostOp(HostOf(p->host), &op); break;
-    case CU_GRAPH_NODE_TYPE_GRAPH: return ExecSetChild(h, node, p->graph.graph);
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: op.event = reinterpret_cast<Event*>(p->eventWait.event); break;
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: op.event = reinterpret_cast<Event*>(p->eventRecord.event); break;
-    default: break;
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      r = MakeKernelOp(KernelOf(p->kernel), &op);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      r = MakeCopyOp(p->memcpy.copyParams, &op);
+      break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+      r = MakeSetOp(MemsetOf(p->memset), &op);
+      break;
+    case CU_GRAPH_NODE_TYPE_HOST:
+      r = MakeHostOp(HostOf(p->host), &op);
+      break;
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      return ExecSetChild(h, node, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      op.event = reinterpret_cast<Event*>(p->eventWait.event);
+      break;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      op.event = reinterpret_cast<Event*>(p->eventRecord.event);
+      break;
+    default:
+      break;
   }
   if (r != CUDA_SUCCESS) return r;
   if (op.event != nullptr && !IsLiveEvent(op.event)) return CUDA_ERROR_INVALID_VALUE;
@@ -139,11 +171,17 @@ CUresult ExecSetNode(CUgraphExec h, CUgraphNode node, CUgraphNodeParams* p) {
 }  // namespace
 
 #undef cuGraphAddNode
-SIM_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUgraphNodeParams* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                           const CUgraphNode* dependencies, size_t numDependencies,
+                                           CUgraphNodeParams* nodeParams) {
   SIM_ENTER("cuGraphAddNode");
   return AddNode(phGraphNode, hGraph, dependencies, nullptr, numDependencies, nodeParams);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode* dependencies,
+                                              const CUgraphEdgeData* dependencyData,
+                                              size_t numDependencies,
+                                              CUgraphNodeParams* nodeParams) {
   SIM_ENTER("cuGraphAddNode_v2");
   return AddNode(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
 }
@@ -151,7 +189,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeP
   SIM_ENTER("cuGraphNodeSetParams");
   return SetNode(NodeOf(hNode), nodeParams);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                     CUgraphNodeParams* nodeParams) {
   SIM_ENTER("cuGraphExecNodeSetParams");
   return ExecSetNode(hGraphExec, hNode, nodeParams);
 }

@@ -17,7 +17,8 @@ namespace {
 
 // Fills out[0..cap) from list (the rest NULL) and sets *num as the driver
 // documents: the total when out is NULL, else the number written.
-void FillNodes(const std::vector<GraphNode*>& list, CUgraphNode* out, CUgraphEdgeData* edges, size_t* num) {
+void FillNodes(const std::vector<GraphNode*>& list, CUgraphNode* out, CUgraphEdgeData* edges,
+               size_t* num) {
   if (out == nullptr) {
     *num = list.size();
     return;
@@ -47,9 +48,11 @@ CUresult RootNodes(CUgraph hGraph, CUgraphNode* out, size_t* num) {
   return CUDA_SUCCESS;
 }
 
-CUresult Edges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edges, size_t* num) {
+CUresult Edges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edges,
+               size_t* num) {
   auto* g = reinterpret_cast<Graph*>(hGraph);
-  if (num == nullptr || !LiveGraph(g) || ((from == nullptr) != (to == nullptr))) return CUDA_ERROR_INVALID_VALUE;
+  if (num == nullptr || !LiveGraph(g) || ((from == nullptr) != (to == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
   if (from == nullptr && edges != nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::vector<GraphNode*> froms, tos;
   std::lock_guard<std::mutex> lock(g->mu);
@@ -71,7 +74,8 @@ CUresult Edges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeDa
 
 CUresult Dependencies(CUgraphNode hNode, CUgraphNode* out, CUgraphEdgeData* edges, size_t* num) {
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || num == nullptr || (out == nullptr && edges != nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || num == nullptr || (out == nullptr && edges != nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(node->owner->mu);
   FillNodes(node->deps, out, edges, num);
   return CUDA_SUCCESS;
@@ -79,7 +83,8 @@ CUresult Dependencies(CUgraphNode hNode, CUgraphNode* out, CUgraphEdgeData* edge
 
 CUresult Dependents(CUgraphNode hNode, CUgraphNode* out, CUgraphEdgeData* edges, size_t* num) {
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || num == nullptr || (out == nullptr && edges != nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || num == nullptr || (out == nullptr && edges != nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
   std::vector<GraphNode*> list;
   std::lock_guard<std::mutex> lock(node->owner->mu);
   for (const auto& n : node->owner->nodes) {
@@ -104,8 +109,8 @@ CUdeviceptr Untranslate(const void* p) {
 
 // A kernel node's parameters; node->kernel_args holds the argument pointers
 // (into the node's packed copy) that kernelParams points to.
-CUresult KernelParams(CUgraphNode hNode, CUfunction* func, unsigned* dims, unsigned* shmem, void*** args,
-                      void*** extra) {
+CUresult KernelParams(CUgraphNode hNode, CUfunction* func, unsigned* dims, unsigned* shmem,
+                      void*** args, void*** extra) {
   GraphNode* node = NodeOf(hNode);
   if (node == nullptr || node->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
   std::vector<uint32_t> offsets;
@@ -126,7 +131,8 @@ CUresult KernelParams(CUgraphNode hNode, CUfunction* func, unsigned* dims, unsig
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode* rootNodes, size_t* numRootNodes) {
+SIM_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode* rootNodes,
+                                                size_t* numRootNodes) {
   SIM_ENTER("cuGraphGetRootNodes");
   return RootNodes(hGraph, rootNodes, numRootNodes);
 }
@@ -136,37 +142,50 @@ SIM_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode* roo
 #undef cuGraphNodeGetDependentNodes
 #undef cuGraphKernelNodeGetParams
 
-SIM_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edgeData, size_t* numEdges) {
+SIM_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to,
+                                               CUgraphEdgeData* edgeData, size_t* numEdges) {
   SIM_ENTER("cuGraphGetEdges_v2");
   return Edges(hGraph, from, to, edgeData, numEdges);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, size_t* numEdges) {
+SIM_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to,
+                                            size_t* numEdges) {
   SIM_ENTER("cuGraphGetEdges");
   return Edges(hGraph, from, to, nullptr, numEdges);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode* dependencies, CUgraphEdgeData* edgeData, size_t* numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode,
+                                                          CUgraphNode* dependencies,
+                                                          CUgraphEdgeData* edgeData,
+                                                          size_t* numDependencies) {
   SIM_ENTER("cuGraphNodeGetDependencies_v2");
   return Dependencies(hNode, dependencies, edgeData, numDependencies);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode* dependencies, size_t* numDependencies) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode* dependencies,
+                                                       size_t* numDependencies) {
   SIM_ENTER("cuGraphNodeGetDependencies");
   return Dependencies(hNode, dependencies, nullptr, numDependencies);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode* dependentNodes, CUgraphEdgeData* edgeData, size_t* numDependentNodes) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode,
+                                                            CUgraphNode* dependentNodes,
+                                                            CUgraphEdgeData* edgeData,
+                                                            size_t* numDependentNodes) {
   SIM_ENTER("cuGraphNodeGetDependentNodes_v2");
   return Dependents(hNode, dependentNodes, edgeData, numDependentNodes);
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode* dependentNodes, size_t* numDependentNodes) {
+SIM_EXPORT CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode,
+                                                         CUgraphNode* dependentNodes,
+                                                         size_t* numDependentNodes) {
   SIM_ENTER("cuGraphNodeGetDependentNodes");
   return Dependents(hNode, dependentNodes, nullptr, numDependentNodes);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+                                                          CUDA_KERNEL_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphKernelNodeGetParams_v2");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS out{};
   unsigned dims[6];
-  if (CUresult r = KernelParams(hNode, &out.func, dims, &out.sharedMemBytes, &out.kernelParams, &out.extra);
+  if (CUresult r =
+          KernelParams(hNode, &out.func, dims, &out.sharedMemBytes, &out.kernelParams, &out.extra);
       r != CUDA_SUCCESS) {
     return r;
   }
@@ -180,12 +199,14 @@ SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUD
   *p = out;
   return CUDA_SUCCESS;
 }
-SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
+                                                       CUDA_KERNEL_NODE_PARAMS_v1* p) {
   SIM_ENTER("cuGraphKernelNodeGetParams");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS_v1 out{};
   unsigned dims[6];
-  if (CUresult r = KernelParams(hNode, &out.func, dims, &out.sharedMemBytes, &out.kernelParams, &out.extra);
+  if (CUresult r =
+          KernelParams(hNode, &out.func, dims, &out.sharedMemBytes, &out.kernelParams, &out.extra);
       r != CUDA_SUCCESS) {
     return r;
   }
@@ -198,7 +219,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_K
 SIM_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D* p) {
   SIM_ENTER("cuGraphMemcpyNodeGetParams");
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEMCPY)
+    return CUDA_ERROR_INVALID_VALUE;
   if (node->copy_params) {
     *p = *node->copy_params;
     return CUDA_SUCCESS;
@@ -219,10 +241,12 @@ SIM_EXPORT CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_M
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode,
+                                                       CUDA_MEMSET_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphMemsetNodeGetParams");
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEMSET) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEMSET)
+    return CUDA_ERROR_INVALID_VALUE;
   if (node->set_params) {
     *p = *node->set_params;
     return CUDA_SUCCESS;
@@ -242,7 +266,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_M
 SIM_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphHostNodeGetParams");
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_HOST) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_HOST)
+    return CUDA_ERROR_INVALID_VALUE;
   p->fn = node->op.host_fn;
   p->userData = node->op.user;
   return CUDA_SUCCESS;
@@ -251,7 +276,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOS
 SIM_EXPORT CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph) {
   SIM_ENTER("cuGraphChildGraphNodeGetGraph");
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || phGraph == nullptr || node->type != CU_GRAPH_NODE_TYPE_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || phGraph == nullptr || node->type != CU_GRAPH_NODE_TYPE_GRAPH)
+    return CUDA_ERROR_INVALID_VALUE;
   *phGraph = reinterpret_cast<CUgraph>(node->child);  // not a clone: edits reach the node
   return CUDA_SUCCESS;
 }
@@ -276,25 +302,33 @@ SIM_EXPORT CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CU
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
+SIM_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode,
+                                                           CUDA_BATCH_MEM_OP_NODE_PARAMS* p) {
   SIM_ENTER("cuGraphBatchMemOpNodeGetParams");
   GraphNode* node = NodeOf(hNode);
-  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) return CUDA_ERROR_INVALID_VALUE;
+  if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+    return CUDA_ERROR_INVALID_VALUE;
   // A captured cuStreamWaitValue*/cuStreamWriteValue*: one operation.
   const Op& op = node->op;
   CUstreamBatchMemOpParams& m = node->mem_op;
   m = CUstreamBatchMemOpParams{};
   if (op.kind == OpKind::kWaitValue) {
-    m.waitValue.operation = op.elem == 8 ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    m.waitValue.operation =
+        op.elem == 8 ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32;
     m.waitValue.address = Untranslate(op.dst);
-    if (op.elem == 8) m.waitValue.value64 = op.value64;
-    else m.waitValue.value = static_cast<cuuint32_t>(op.value64);
+    if (op.elem == 8)
+      m.waitValue.value64 = op.value64;
+    else
+      m.waitValue.value = static_cast<cuuint32_t>(op.value64);
     m.waitValue.flags = op.mem_flags;
   } else {
-    m.writeValue.operation = op.elem == 8 ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    m.writeValue.operation =
+        op.elem == 8 ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
     m.writeValue.address = Untranslate(op.dst);
-    if (op.elem == 8) m.writeValue.value64 = op.value64;
-    else m.writeValue.value = static_cast<cuuint32_t>(op.value64);
+    if (op.elem == 8)
+      m.writeValue.value64 = op.value64;
+    else
+      m.writeValue.value = static_cast<cuuint32_t>(op.value64);
     m.writeValue.flags = op.mem_flags;
   }
   p->ctx = nullptr;
@@ -306,7 +340,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CU
 
 // The sim builds no memory allocation or free nodes (cuGraphAddMemAllocNode
 // is not modelled: graph-owned memory would bypass libvgpu's accounting).
-SIM_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
+SIM_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+                                                         CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
   SIM_ENTER("cuGraphMemAllocNodeGetParams");
   GraphNode* node = NodeOf(hNode);
   if (node == nullptr || params_out == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) {

@@ -125,14 +125,21 @@ Graph* CloneGraph(Graph* src) {
 
 CUgraphNodeType NodeTypeOf(OpKind k) {
   switch (k) {
-    case OpKind::kKernel: return CU_GRAPH_NODE_TYPE_KERNEL;
-    case OpKind::kCopy: return CU_GRAPH_NODE_TYPE_MEMCPY;
-    case OpKind::kSet: return CU_GRAPH_NODE_TYPE_MEMSET;
-    case OpKind::kHostFn: return CU_GRAPH_NODE_TYPE_HOST;
-    case OpKind::kEventRecord: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    case OpKind::kKernel:
+      return CU_GRAPH_NODE_TYPE_KERNEL;
+    case OpKind::kCopy:
+      return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case OpKind::kSet:
+      return CU_GRAPH_NODE_TYPE_MEMSET;
+    case OpKind::kHostFn:
+      return CU_GRAPH_NODE_TYPE_HOST;
+    case OpKind::kEventRecord:
+      return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
     case OpKind::kWaitValue:
-    case OpKind::kWriteValue: return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
-    default: return CU_GRAPH_NODE_TYPE_EMPTY;
+    case OpKind::kWriteValue:
+      return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    default:
+      return CU_GRAPH_NODE_TYPE_EMPTY;
   }
 }
 
@@ -299,11 +306,20 @@ void EnqueueExec(GraphExec* e, Stream* s) {
     ExecNode& n = e->nodes[i];
     if (!n.enabled) continue;
     switch (n.type) {
-      case CU_GRAPH_NODE_TYPE_EMPTY: break;
-      case CU_GRAPH_NODE_TYPE_GRAPH: EnqueueExec(n.child.get(), s); break;
-      case CU_GRAPH_NODE_TYPE_EVENT_RECORD: EnqueueRecord(n.op.event, s); break;
-      case CU_GRAPH_NODE_TYPE_WAIT_EVENT: EnqueueWait(n.op.event, s); break;
-      default: EnqueueOp(n.op, s); break;
+      case CU_GRAPH_NODE_TYPE_EMPTY:
+        break;
+      case CU_GRAPH_NODE_TYPE_GRAPH:
+        EnqueueExec(n.child.get(), s);
+        break;
+      case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        EnqueueRecord(n.op.event, s);
+        break;
+      case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        EnqueueWait(n.op.event, s);
+        break;
+      default:
+        EnqueueOp(n.op, s);
+        break;
     }
   }
 }

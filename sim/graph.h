@@ -60,9 +60,9 @@ struct GraphNode {
 struct Graph {
   std::mutex mu;
   uint64_t id = 0;
-  uint64_t origin_id = 0;  // the graph this one was cloned from
+  uint64_t origin_id = 0;                         // the graph this one was cloned from
   std::vector<std::unique_ptr<GraphNode>> nodes;  // creation order
-  GraphNode* parent = nullptr;  // the child graph node that owns this graph
+  GraphNode* parent = nullptr;                    // the child graph node that owns this graph
   Stream* capturing = nullptr;
   bool capture_invalidated = false;
   bool capture_into_existing = false;  // cuStreamBeginCaptureToGraph: the caller's graph

@@ -21,18 +21,19 @@ CUresult MakeSetOp(const CUDA_MEMSET_NODE_PARAMS& p, Op* op);
 CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op);
 
 // Adds a node of the given type after checking the graph and dependencies.
-CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
-                      const Op& op);
+CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                      CUgraphNodeType type, const Op& op);
 // cuGraphAdd{Kernel,Memcpy,Memset,ChildGraph}Node without the entry point.
 CUresult AddKernelNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
                        const CUDA_KERNEL_NODE_PARAMS& p);
-CUresult AddMemcpyNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, const CUDA_MEMCPY3D& p);
+CUresult AddMemcpyNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                       const CUDA_MEMCPY3D& p);
 CUresult AddMemsetNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
                        const CUDA_MEMSET_NODE_PARAMS& p);
-CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraph child,
-                           bool move);
-CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
-                      CUevent ev);
+CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                           CUgraph child, bool move);
+CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                      CUgraphNodeType type, CUevent ev);
 
 // Replaces a graph node's parameters (the node's type must match).
 CUresult SetKernelNode(GraphNode* node, const CUDA_KERNEL_NODE_PARAMS& p);

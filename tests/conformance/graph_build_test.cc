@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -73,13 +73,15 @@ class GraphBuildTest : public KernelTest {
     m.value = value;
     return m;
   }
-  CUgraphNode AddMemset(CUgraph g, CUdeviceptr p, uint32_t value, std::vector<CUgraphNode> deps = {}) {
+  CUgraphNode AddMemset(CUgraph g, CUdeviceptr p, uint32_t value,
+                        std::vector<CUgraphNode> deps = {}) {
     CUDA_MEMSET_NODE_PARAMS m = MemsetParams(p, value);
     CUgraphNode n = nullptr;
     EXPECT_CU_OK(cuGraphAddMemsetNode(&n, g, deps.data(), deps.size(), &m, ctx_));
     return n;
   }
-  CUgraphNode AddCopy(CUgraph g, CUdeviceptr dst, CUdeviceptr src, std::vector<CUgraphNode> deps = {}) {
+  CUgraphNode AddCopy(CUgraph g, CUdeviceptr dst, CUdeviceptr src,
+                      std::vector<CUgraphNode> deps = {}) {
     CUDA_MEMCPY3D c{};
     c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     c.srcDevice = src;
@@ -452,7 +454,8 @@ int DestroyedAfterWait(int want) {
 TEST_F(GraphBuildTest, UserObjectDestructorRunsOnceAfterGraphAndExecAreGone) {
   g_destroyed = 0;
   CUuserObject obj = nullptr;
-  ASSERT_CU_OK(cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  ASSERT_CU_OK(
+      cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
   // The graph takes over the caller's reference.
   ASSERT_CU_OK(cuGraphRetainUserObject(g_, obj, 1, CU_GRAPH_USER_OBJECT_MOVE));
   AddArrayNode(g_, fill_, a_, 1);
@@ -477,11 +480,12 @@ TEST_F(GraphBuildTest, UserObjectDestructorRunsOnceAfterGraphAndExecAreGone) {
 TEST_F(GraphBuildTest, UserObjectReferenceCounts) {
   g_destroyed = 0;
   CUuserObject obj = nullptr;
-  ASSERT_CU_OK(cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
-  ASSERT_CU_OK(cuUserObjectRetain(obj, 1));                // 3
-  ASSERT_CU_OK(cuGraphRetainUserObject(g_, obj, 2, 0));    // 5, the graph holds 2
-  ASSERT_CU_OK(cuGraphReleaseUserObject(g_, obj, 1));      // 4
-  ASSERT_CU_OK(cuUserObjectRelease(obj, 3));               // 1: the graph's
+  ASSERT_CU_OK(
+      cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  ASSERT_CU_OK(cuUserObjectRetain(obj, 1));              // 3
+  ASSERT_CU_OK(cuGraphRetainUserObject(g_, obj, 2, 0));  // 5, the graph holds 2
+  ASSERT_CU_OK(cuGraphReleaseUserObject(g_, obj, 1));    // 4
+  ASSERT_CU_OK(cuUserObjectRelease(obj, 3));             // 1: the graph's
   ASSERT_CU_OK(cuCtxSynchronize());
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(g_destroyed.load(), 0);
@@ -492,10 +496,13 @@ TEST_F(GraphBuildTest, UserObjectReferenceCounts) {
 
 TEST_F(GraphBuildTest, UserObjectErrors) {
   CUuserObject obj = nullptr;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectCreate(nullptr, nullptr, CountDestroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectCreate(&obj, nullptr, CountDestroy, 0, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectCreate(nullptr, nullptr, CountDestroy, 1,
+                                                         CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuUserObjectCreate(&obj, nullptr, CountDestroy, 0, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectCreate(&obj, nullptr, CountDestroy, 1, 0));
-  ASSERT_CU_OK(cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  ASSERT_CU_OK(
+      cuUserObjectCreate(&obj, &g_destroyed, CountDestroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectRetain(obj, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuUserObjectRelease(obj, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphRetainUserObject(g_, obj, 0, 0));
@@ -572,8 +579,10 @@ TEST_F(GraphBuildTest, KernelNodeAttributesAreKeptPerNode) {
   ASSERT_CU_OK(cuGraphKernelNodeCopyAttributes(k2, k1));
   ASSERT_CU_OK(cuGraphKernelNodeGetAttribute(k2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
   EXPECT_EQ(got.priority, 1);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeGetAttribute(set, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuGraphKernelNodeGetAttribute(set, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphKernelNodeCopyAttributes(set, k1));
 }
 
@@ -632,7 +641,8 @@ TEST_F(GraphBuildTest, ThreadExchangeStreamCaptureModeReturnsThePreviousMode) {
 
 TEST_F(GraphBuildTest, BeginCaptureToGraphAppendsToAnExistingGraph) {
   CUgraphNode fill = AddArrayNode(g_, fill_, a_, 3);
-  ASSERT_CU_OK(cuStreamBeginCaptureToGraph(s_, g_, &fill, nullptr, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_CU_OK(
+      cuStreamBeginCaptureToGraph(s_, g_, &fill, nullptr, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CUstreamCaptureStatus st;
   ASSERT_CU_OK(cuStreamIsCapturing(s_, &st));
   EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
@@ -662,7 +672,8 @@ TEST_F(GraphBuildTest, UpdateCaptureDependenciesAddsAndSets) {
   CUgraphNode fill = deps[0];
   // A node added to the capture graph directly joins the capture's dependencies.
   CUgraphNode set = AddMemset(g, b_, 5);
-  ASSERT_CU_OK(cuStreamUpdateCaptureDependencies(s_, &set, nullptr, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+  ASSERT_CU_OK(
+      cuStreamUpdateCaptureDependencies(s_, &set, nullptr, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
   ASSERT_CU_OK(cuStreamGetCaptureInfo(s_, &st, nullptr, nullptr, &deps, nullptr, &n));
   EXPECT_EQ(n, 2u);
   ASSERT_CU_OK(Add(s_, a_, 1, kCount));  // depends on fill and set
@@ -671,7 +682,8 @@ TEST_F(GraphBuildTest, UpdateCaptureDependenciesAddsAndSets) {
   CUgraphNode add = deps[0];
   EXPECT_EQ(DepsOf(add).size(), 2u);
   // SET replaces them: the next node depends on fill alone.
-  ASSERT_CU_OK(cuStreamUpdateCaptureDependencies(s_, &fill, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+  ASSERT_CU_OK(
+      cuStreamUpdateCaptureDependencies(s_, &fill, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
   ASSERT_CU_OK(cuMemcpyDtoDAsync(b_, a_, 4, s_));
   ASSERT_CU_OK(cuStreamGetCaptureInfo(s_, &st, nullptr, nullptr, &deps, nullptr, &n));
   ASSERT_EQ(n, 1u);
@@ -681,8 +693,9 @@ TEST_F(GraphBuildTest, UpdateCaptureDependenciesAddsAndSets) {
   ASSERT_CU_OK(cuStreamEndCapture(s_, &out));
   EXPECT_EQ(NumNodes(out), 4u);
   // Not capturing any more.
-  EXPECT_CU(CUDA_ERROR_ILLEGAL_STATE,
-            cuStreamUpdateCaptureDependencies(s_, &fill, nullptr, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+  EXPECT_CU(
+      CUDA_ERROR_ILLEGAL_STATE,
+      cuStreamUpdateCaptureDependencies(s_, &fill, nullptr, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
   ASSERT_CU_OK(cuGraphDestroy(out));
 }
 
