@@ -88,7 +88,18 @@
   X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
   X(cuMemPrefetchBatchAsync_ptsz) X(cuMipmappedArrayGetMemoryRequirements)      \
   X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
-  X(cuStreamGetDevice_ptsz) X(cuDeviceTotalMem)
+  X(cuStreamGetDevice_ptsz)
+
+// Entry points of CUDA 3.x and before (32-bit pointers and sizes, the pre-4.0
+// launch API) that would allocate device memory, launch work or report memory
+// outside libvgpu's accounting (the quota, the compute share, the quiesce
+// gate): always refused with CUDA_ERROR_NOT_SUPPORTED, under their exported
+// names and through dlsym and cuGetProcAddress. A real driver serves them
+// (the simulated node too); no current toolkit emits calls to them.
+#define VGPU_CU_LEGACY_REFUSED(X)                                                 \
+  X(cuMemAlloc) X(cuMemAllocPitch) X(cuArrayCreate) X(cuArray3DCreate)           \
+  X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuMemGetInfo)               \
+  X(cuDeviceTotalMem)
 
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \

@@ -58,6 +58,18 @@ const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
 
 CUresult CUDAAPI RefuseRemapped() { return CUDA_ERROR_NOT_SUPPORTED; }
 
+bool LegacyRefused(const char* symbol) {
+  static const char* const kRefused[] = {
+#define VGPU_NAME(sym) #sym,
+      VGPU_CU_LEGACY_REFUSED(VGPU_NAME)
+#undef VGPU_NAME
+  };
+  for (const char* r : kRefused) {
+    if (std::strcmp(r, symbol) == 0) return true;
+  }
+  return false;
+}
+
 bool RefusedWhenRemapped(const char* symbol) {
   static const char* const kRefused[] = {
 #define VGPU_NAME(sym) #sym,
@@ -73,6 +85,7 @@ bool RefusedWhenRemapped(const char* symbol) {
 // The replacement for a real entry point, or nullptr to keep it.
 void* Replacement(const char* symbol) {
   if (void* hook = HookFor(symbol); hook != nullptr) return hook;
+  if (LegacyRefused(symbol)) return reinterpret_cast<void*>(&RefuseRemapped);
   Runtime& rt = Runtime::Get();
   bool remapped = !rt.config().visible_devices.empty() || rt.config().visible_devices_set;
   if (remapped && RefusedWhenRemapped(symbol)) return reinterpret_cast<void*>(&RefuseRemapped);
@@ -157,3 +170,12 @@ extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefin
   void* replacement = vgpu::Replacement(name);
   return replacement != nullptr ? replacement : real;
 }
+
+// The legacy entry points' exported names, for programs linked against them:
+// the same refusal. Their arguments are never read, so one signature serves.
+#define VGPU_LEGACY_EXPORT(sym)                                                           \
+  extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI vgpu_legacy_##sym() \
+      __asm__(#sym);                                                                      \
+  extern "C" CUresult CUDAAPI vgpu_legacy_##sym() { return CUDA_ERROR_NOT_SUPPORTED; }
+VGPU_CU_LEGACY_REFUSED(VGPU_LEGACY_EXPORT)
+#undef VGPU_LEGACY_EXPORT

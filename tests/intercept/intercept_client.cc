@@ -783,6 +783,21 @@ void RunOp(State& s, const std::string& op) {
     }
     Out("watch.max=%llu", mx);
     Out("watch.samples=%ld", samples);
+  } else if (name == "legacy") {
+    // The CUDA 3.x names libvgpu refuses, by symbol and through
+    // cuGetProcAddress at version 3000; cuMemGetInfo (v1) is called.
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    auto gpa = reinterpret_cast<decltype(&::cuGetProcAddress_v2)>(dlsym(h, "cuGetProcAddress_v2"));
+    for (const char* sym : {"cuMemAlloc", "cuArrayCreate", "cuLaunchGrid", "cuMemGetInfo"}) {
+      void* by_gpa = nullptr;
+      CUdriverProcAddressQueryResult st{};
+      gpa(sym, &by_gpa, 3000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+      Out("legacy.same.%s=%d", sym, by_gpa != nullptr && by_gpa == dlsym(h, sym));
+    }
+    using MemGetInfoV1 = CUresult (*)(unsigned int*, unsigned int*);
+    unsigned int free_mem = 0, total = 0;
+    auto info = reinterpret_cast<MemGetInfoV1>(dlsym(h, "cuMemGetInfo"));
+    Out("legacy.meminfo=%d", info != nullptr ? static_cast<int>(info(&free_mem, &total)) : -1);
   } else if (name == "exit") {
     std::fflush(stdout);
     _exit(std::atoi(arg(1).c_str()));

@@ -136,6 +136,22 @@ TEST_P(PathTest, MipmappedArray) {
 // entry point. The simulated driver exports every symbol of the toolkit's stub
 // libcuda.so, as a real driver does, so this skips there; it runs against an
 // older real driver.
+// CUDA 3.x names that would allocate, launch or report memory outside the
+// accounting are refused under libvgpu, by symbol and through
+// cuGetProcAddress; the driver itself serves them.
+TEST_F(InterceptTest, LegacyEntryPointsOutsideTheAccountingAreRefused) {
+  const PathParam& p = kPaths[0];
+  RunResult plain = Client(p, {"init", "ctx:0", "legacy"}, Env(false));
+  ASSERT_CLEAN_EXIT(plain);
+  EXPECT_EQ(plain.out.Get("legacy.meminfo"), "0") << plain.Describe();
+  RunResult r = Client(p, {"init", "ctx:0", "legacy"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  ASSERT_CLEAN_EXIT(r);
+  EXPECT_EQ(r.out.Get("legacy.meminfo"), "801") << r.Describe();  // CUDA_ERROR_NOT_SUPPORTED
+  for (const char* sym : {"cuMemAlloc", "cuArrayCreate", "cuLaunchGrid", "cuMemGetInfo"}) {
+    EXPECT_EQ(r.out.Get(std::string("legacy.same.") + sym), "1") << sym << "\n" << r.Describe();
+  }
+}
+
 TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
   const PathParam& p = kPaths[0];
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:64:64:3"}, Env(false));
