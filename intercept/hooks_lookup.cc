@@ -6,11 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "common/log.h"
 #include "driver/proc_table.h"
 #include "driver/real_driver.h"
 #include "intercept/hook_policy.h"  // checks that every hook declares its policies
 #include "intercept/hooks.h"
-#include "common/log.h"
 #include "intercept/runtime.h"
 
 // The same table the simulated driver answers from, derived from the
@@ -32,8 +32,9 @@ struct HookEntry {
 const std::vector<HookEntry>& Hooks() {
   static const auto* hooks = [] {
     auto* v = new std::vector<HookEntry>{
-#define VGPU_ENTRY(sym) \
-  {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym), [] { return reinterpret_cast<void*>(REAL(sym)); }},
+#define VGPU_ENTRY(sym)                             \
+  {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym), \
+   [] { return reinterpret_cast<void*>(REAL(sym)); }},
 #define VGPU_NVML_ENTRY(sym)                        \
   {#sym, reinterpret_cast<void*>(&vgpu_hook_##sym), \
    [] { return reinterpret_cast<void*>(REAL_NVML(sym)); }},
@@ -41,8 +42,9 @@ const std::vector<HookEntry>& Hooks() {
 #undef VGPU_ENTRY
 #undef VGPU_NVML_ENTRY
     };
-    std::sort(v->begin(), v->end(),
-              [](const HookEntry& a, const HookEntry& b) { return std::strcmp(a.name, b.name) < 0; });
+    std::sort(v->begin(), v->end(), [](const HookEntry& a, const HookEntry& b) {
+      return std::strcmp(a.name, b.name) < 0;
+    });
     return v;
   }();
   return *hooks;
@@ -51,8 +53,8 @@ const std::vector<HookEntry>& Hooks() {
 // The exported symbol the driver returns for (name, version, flags).
 const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
   bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-  driver::ProcLookup l = driver::LookupProc(kProcTable, sizeof kProcTable / sizeof kProcTable[0], name,
-                                      version, per_thread);
+  driver::ProcLookup l = driver::LookupProc(kProcTable, sizeof kProcTable / sizeof kProcTable[0],
+                                            name, version, per_thread);
   return l.entry != nullptr ? l.entry->symbol : nullptr;
 }
 
@@ -102,9 +104,9 @@ void SubstituteHook(const char* name, int version, cuuint64_t flags, void** pfn)
 
 void* HookFor(const char* symbol) {
   const auto& hooks = Hooks();
-  auto it = std::lower_bound(hooks.begin(), hooks.end(), symbol, [](const HookEntry& e, const char* s) {
-    return std::strcmp(e.name, s) < 0;
-  });
+  auto it = std::lower_bound(
+      hooks.begin(), hooks.end(), symbol,
+      [](const HookEntry& e, const char* s) { return std::strcmp(e.name, s) < 0; });
   if (it == hooks.end() || std::strcmp(it->name, symbol) != 0) return nullptr;
   return it->real() != nullptr ? it->fn : nullptr;
 }
@@ -173,9 +175,9 @@ extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefin
 
 // The legacy entry points' exported names, for programs linked against them:
 // the same refusal. Their arguments are never read, so one signature serves.
-#define VGPU_LEGACY_EXPORT(sym)                                                           \
-  extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI vgpu_legacy_##sym() \
-      __asm__(#sym);                                                                      \
+#define VGPU_LEGACY_EXPORT(sym)                       \
+  extern "C" __attribute__((visibility("default")))   \
+  CUresult CUDAAPI vgpu_legacy_##sym() __asm__(#sym); \
   extern "C" CUresult CUDAAPI vgpu_legacy_##sym() { return CUDA_ERROR_NOT_SUPPORTED; }
 VGPU_CU_LEGACY_REFUSED(VGPU_LEGACY_EXPORT)
 #undef VGPU_LEGACY_EXPORT

@@ -152,6 +152,23 @@ std::string KnownAnnotations() {
   return out;
 }
 
+// The value the container's environment gives option `o` by one of its
+// HAMi-core names (not the per-device NAME_<i> ones: the file has no key for
+// them, and they keep working in processes that keep their environment).
+bool HamiValue(const OptionInfo& o, const std::vector<std::string>& env, std::string* alias,
+               std::string* value) {
+  std::string_view list = o.aliases;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string name(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name.ends_with("_<i>") || !EnvValue(env, name, value)) continue;
+    *alias = name;
+    return true;
+  }
+  return false;
+}
+
 // Sets option `env` in `out` to the container's VGPU_* variable if it has
 // one, else to `fallback` (from `fallback_source`); checked either way.
 Status SetOption(const char* env, const std::vector<std::string>& container_env,
@@ -262,9 +279,11 @@ Status CheckConfigReachable(const Annotations& annotations, const std::vector<st
   if (!EnvValue(env, "VGPU_CONFIG", &named) || named == kContainerConfig) return Status::Ok();
   for (const auto& [key, value] : annotations) {
     if (!key.starts_with(kAnnotationPrefix)) continue;
-    return Invalid("annotation " + Printable(key) + " is set but the container's VGPU_CONFIG=" +
-                   Printable(named) + " names another file, so libvgpu would never read it: "
-                   "unset VGPU_CONFIG or set it to " + std::string(kContainerConfig));
+    return Invalid("annotation " + Printable(key) +
+                   " is set but the container's VGPU_CONFIG=" + Printable(named) +
+                   " names another file, so libvgpu would never read it: "
+                   "unset VGPU_CONFIG or set it to " +
+                   std::string(kContainerConfig));
   }
   return Status::Ok();
 }
@@ -290,9 +309,16 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
     // The container's other VGPU_* options (the CDI spec's VGPU_REAL_LIBCUDA,
     // limits set as variables): a process that clears its environment keeps them.
     for (const OptionInfo& o : Options()) {
-      std::string value;
-      if (*o.json_key == '\0' || file.contains(o.json_key) || !EnvValue(env, o.env, &value)) continue;
-      s = SetOption(o.env, env, value, "", &file);
+      std::string value, alias;
+      if (*o.json_key == '\0') continue;
+      if (EnvValue(env, o.env, &value)) {
+        if (!file.contains(o.json_key)) s = SetOption(o.env, env, value, "", &file);
+      } else if (HamiValue(o, env, &alias, &value)) {
+        // As libvgpu takes a HAMi-core name from the environment over the
+        // file, its value wins over an annotation here too.
+        s = CheckOption(o.env, value, "process.env " + alias);
+        if (s.ok()) file[o.json_key] = value;
+      }
       if (!s.ok()) return s;
     }
     *json_text = file.dump(2) + "\n";

@@ -95,8 +95,8 @@ TEST(OciState, RejectsBadConfig) {
 // Who the container's processes run as: its run directory is given to them.
 TEST(OciState, ParsesTheUser) {
   BundleConfig c;
-  ASSERT_TRUE(ParseBundleConfig(R"({"root":{"path":"r"},"process":{"user":{"uid":1000,"gid":100}}})",
-                                "/b", &c)
+  ASSERT_TRUE(ParseBundleConfig(
+                  R"({"root":{"path":"r"},"process":{"user":{"uid":1000,"gid":100}}})", "/b", &c)
                   .ok());
   EXPECT_EQ(c.uid, 1000);
   EXPECT_EQ(c.gid, 100);
@@ -166,8 +166,9 @@ TEST(OciState, ContainerEnvWins) {
 // and reads the file: it must find the driver and the limits set as variables.
 TEST(OciState, TheContainersOwnOptionsGoIntoTheFile) {
   Status s;
-  json j = Build({}, {"VGPU_REAL_LIBCUDA=/usr/lib/vgpu/driver/libcuda.so.1", "VGPU_COMPUTE_SHARE=30",
-                      "VGPU_CONFIG=/etc/vgpu/container.json", "VGPU_RUN_DIR=/run/vgpu", "PATH=/bin"},
+  json j = Build({},
+                 {"VGPU_REAL_LIBCUDA=/usr/lib/vgpu/driver/libcuda.so.1", "VGPU_COMPUTE_SHARE=30",
+                  "VGPU_CONFIG=/etc/vgpu/container.json", "VGPU_RUN_DIR=/run/vgpu", "PATH=/bin"},
                  &s);
   ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(j, json({{"real_libcuda", "/usr/lib/vgpu/driver/libcuda.so.1"},
@@ -176,6 +177,27 @@ TEST(OciState, TheContainersOwnOptionsGoIntoTheFile) {
       << "VGPU_CONFIG and VGPU_RUN_DIR have no key in the file";
   Build({}, {"VGPU_COMPUTE_SHARE=300"}, &s);
   EXPECT_FALSE(s.ok()) << "checked by libvgpu's parser like an annotation";
+}
+
+// A container configured with HAMi-core names keeps those limits in processes
+// that clear their environment; a VGPU_* name wins over its alias, an alias
+// over an annotation (as in libvgpu), and per-device NAME_<i> forms stay
+// environment-only.
+TEST(OciState, HamiNamesGoIntoTheFile) {
+  Status s;
+  json j = Build(
+      {{"vgpu.io/memory-limit", "4GiB"}},
+      {"CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_SM_LIMIT=30", "CUDA_DEVICE_MEMORY_LIMIT_1=2g"},
+      &s);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(j.value("device_memory_limit", ""), "1g") << j.dump();
+  EXPECT_EQ(j.value("compute_share", ""), "30") << j.dump();
+  j = Build({}, {"CUDA_DEVICE_MEMORY_LIMIT=1g", "VGPU_DEVICE_MEMORY_LIMIT=3GiB"}, &s);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(j.value("device_memory_limit", ""), "3GiB") << j.dump();
+  Build({}, {"CUDA_DEVICE_MEMORY_LIMIT=lots"}, &s);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("CUDA_DEVICE_MEMORY_LIMIT"), std::string::npos) << s.message;
 }
 
 TEST(OciState, InvalidAnnotationIsAnError) {
@@ -203,8 +225,7 @@ TEST(OciState, IdThatIsNoGroupNameIsAnError) {
 }
 
 TEST(OciState, AnnotationsNeedTheContainerFileToBeRead) {
-  Status s = CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}},
-                                  {"VGPU_CONFIG=/etc/my.json"});
+  Status s = CheckConfigReachable({{"vgpu.io/memory-limit", "1g"}}, {"VGPU_CONFIG=/etc/my.json"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message.find("/etc/my.json"), std::string::npos) << s.message;
   EXPECT_NE(s.message.find("/etc/vgpu/container.json"), std::string::npos) << s.message;

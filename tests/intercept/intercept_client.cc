@@ -94,46 +94,57 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // The driver table: one typed pointer per entry point.
-#define CLIENT_FUNCS(X)                                                                 \
-  X(cuInit, "cuInit", 0) X(cuDeviceGetCount, "cuDeviceGetCount", 0)                   \
-  X(cuDeviceGet, "cuDeviceGet", 0) X(cuDeviceGetUuid_v2, "cuDeviceGetUuid", 0)         \
-  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0)                                     \
-  X(cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", 0)                                 \
-  X(cuDeviceTotalMem_v2, "cuDeviceTotalMem", 0)                                        \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0)                           \
-  X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 0)                      \
-  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0)                          \
-  X(cuCtxCreate_v4, "cuCtxCreate", 0) X(cuCtxDestroy_v2, "cuCtxDestroy", 0)            \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent", 0) X(cuCtxGetDevice, "cuCtxGetDevice", 0)      \
-  X(cuCtxPushCurrent_v2, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent_v2, "cuCtxPopCurrent", 0) \
-  X(cuCtxSynchronize, "cuCtxSynchronize", 0) X(cuModuleLoad, "cuModuleLoad", 0)         \
-  X(cuModuleGetFunction, "cuModuleGetFunction", 0) X(cuLaunchKernel, "cuLaunchKernel", 0) \
-  X(cuMemAlloc_v2, "cuMemAlloc", 0) X(cuMemFree_v2, "cuMemFree", 0)                    \
-  X(cuMemAllocPitch_v2, "cuMemAllocPitch", 0)                                          \
-  X(cuMemAllocManaged, "cuMemAllocManaged", 0)                                         \
-  X(cuMemAllocAsync, "cuMemAllocAsync", 0) X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 1) \
-  X(cuMemFreeAsync, "cuMemFreeAsync", 0) X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1)   \
-  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0)                             \
-  X(cuMemPoolCreate, "cuMemPoolCreate", 0) X(cuMemPoolDestroy, "cuMemPoolDestroy", 0)  \
-  X(cuStreamCreate, "cuStreamCreate", 0) X(cuStreamSynchronize, "cuStreamSynchronize", 0) \
-  X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 1)                                \
-  X(cuStreamDestroy_v2, "cuStreamDestroy", 0) X(cuMemCreate, "cuMemCreate", 0)         \
-  X(cuMemRelease, "cuMemRelease", 0)                                                   \
-  X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", 0)                 \
-  X(cuArrayCreate_v2, "cuArrayCreate", 0) X(cuArray3DCreate_v2, "cuArray3DCreate", 0)  \
-  X(cuArrayDestroy, "cuArrayDestroy", 0) X(cuMemGetInfo_v2, "cuMemGetInfo", 0)         \
-  X(cuPointerGetAttribute, "cuPointerGetAttribute", 0)
+#define CLIENT_FUNCS(X)                                                                            \
+  X(cuInit, "cuInit", 0)                                                                           \
+  X(cuDeviceGetCount, "cuDeviceGetCount", 0) X(cuDeviceGet, "cuDeviceGet", 0) X(                   \
+      cuDeviceGetUuid_v2, "cuDeviceGetUuid", 0) X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0)   \
+      X(cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", 0) X(                                      \
+          cuDeviceTotalMem_v2, "cuDeviceTotalMem",                                                 \
+          0) X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                               \
+               0) X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 0)                  \
+          X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0) X(                           \
+              cuCtxCreate_v4, "cuCtxCreate", 0) X(cuCtxDestroy_v2, "cuCtxDestroy", 0)              \
+              X(cuCtxSetCurrent, "cuCtxSetCurrent", 0) X(cuCtxGetDevice, "cuCtxGetDevice", 0) X(   \
+                  cuCtxPushCurrent_v2, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent_v2,                \
+                                                                "cuCtxPopCurrent", 0)              \
+                  X(cuCtxSynchronize, "cuCtxSynchronize", 0) X(cuModuleLoad, "cuModuleLoad", 0) X( \
+                      cuModuleGetFunction, "cuModuleGetFunction",                                  \
+                      0) X(cuLaunchKernel, "cuLaunchKernel", 0)                                    \
+                      X(cuMemAlloc_v2, "cuMemAlloc", 0) X(cuMemFree_v2, "cuMemFree", 0) X(         \
+                          cuMemAllocPitch_v2, "cuMemAllocPitch",                                   \
+                          0) X(cuMemAllocManaged, "cuMemAllocManaged",                             \
+                               0) X(cuMemAllocAsync, "cuMemAllocAsync", 0)                         \
+                          X(cuMemAllocAsync_ptsz, "cuMemAllocAsync",                               \
+                            1) X(cuMemFreeAsync, "cuMemFreeAsync",                                 \
+                                 0) X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1)                    \
+                              X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync",                \
+                                0) X(cuMemPoolCreate, "cuMemPoolCreate",                           \
+                                     0) X(cuMemPoolDestroy, "cuMemPoolDestroy", 0)                 \
+                                  X(cuStreamCreate, "cuStreamCreate",                              \
+                                    0) X(cuStreamSynchronize, "cuStreamSynchronize", 0)            \
+                                      X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 1)        \
+                                          X(cuStreamDestroy_v2, "cuStreamDestroy", 0) X(           \
+                                              cuMemCreate, "cuMemCreate", 0)                       \
+                                              X(cuMemRelease, "cuMemRelease", 0) X(                \
+                                                  cuMemGetAllocationGranularity,                   \
+                                                  "cuMemGetAllocationGranularity",                 \
+                                                  0) X(cuArrayCreate_v2, "cuArrayCreate", 0)       \
+                                                  X(cuArray3DCreate_v2, "cuArray3DCreate", 0)      \
+                                                      X(cuArrayDestroy, "cuArrayDestroy", 0)       \
+                                                          X(cuMemGetInfo_v2, "cuMemGetInfo", 0)    \
+                                                              X(cuPointerGetAttribute,             \
+                                                                "cuPointerGetAttribute", 0)
 
 // The CUDA 3.x context stack (before 4.0 added the _v2 entry points), as old
 // binaries reach it: by symbol, or through cuGetProcAddress with version 3020.
-#define CLIENT_LEGACY_FUNCS(X)                                                          \
-  X(cuCtxPushCurrent, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent, "cuCtxPopCurrent", 0)  \
-  X(cuCtxDestroy, "cuCtxDestroy", 0)
+#define CLIENT_LEGACY_FUNCS(X)               \
+  X(cuCtxPushCurrent, "cuCtxPushCurrent", 0) \
+  X(cuCtxPopCurrent, "cuCtxPopCurrent", 0) X(cuCtxDestroy, "cuCtxDestroy", 0)
 constexpr int kLegacyVersion = 3020;
 
 // Optional: the simulated driver may lack them.
-#define CLIENT_OPTIONAL_FUNCS(X)                                                        \
-  X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 0)                               \
+#define CLIENT_OPTIONAL_FUNCS(X)                         \
+  X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 0) \
   X(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", 0)
 
 struct Api {
@@ -184,16 +195,16 @@ void LoadApi(const std::string& path, int version) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) Die("dlopen libcuda.so.1 failed");
   if (path == "dlsym") {
-#define BYDLSYM(sym, base, ptsz)                                         \
-  api.sym = reinterpret_cast<decltype(api.sym)>(dlsym(h, #sym));         \
+#define BYDLSYM(sym, base, ptsz)                                 \
+  api.sym = reinterpret_cast<decltype(api.sym)>(dlsym(h, #sym)); \
   if (api.sym == nullptr) Die("dlsym " #sym);
     CLIENT_FUNCS(BYDLSYM)
     CLIENT_LEGACY_FUNCS(BYDLSYM)
 #undef BYDLSYM
     api.cuMipmappedArrayCreate =
         reinterpret_cast<decltype(api.cuMipmappedArrayCreate)>(dlsym(h, "cuMipmappedArrayCreate"));
-    api.cuMipmappedArrayDestroy =
-        reinterpret_cast<decltype(api.cuMipmappedArrayDestroy)>(dlsym(h, "cuMipmappedArrayDestroy"));
+    api.cuMipmappedArrayDestroy = reinterpret_cast<decltype(api.cuMipmappedArrayDestroy)>(
+        dlsym(h, "cuMipmappedArrayDestroy"));
     return;
   }
   if (path != "procaddr") Die("unknown --path");
@@ -202,7 +213,8 @@ void LoadApi(const std::string& path, int version) {
   auto get = [&](const char* base, bool ptsz, bool required, bool legacy = false) -> void* {
     void* fn = nullptr;
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    cuuint64_t flags = ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+    cuuint64_t flags =
+        ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     // The table's typed pointers are cuda.h 13's: cuCtxCreate_v4 (12050+)
     // and the original cuCtxGetDevice and cuCtxSynchronize (their _v2 from
     // 13000 take a context). Ask for the version that has that signature.
@@ -225,7 +237,8 @@ void LoadApi(const std::string& path, int version) {
   api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, true, true));
   CLIENT_LEGACY_FUNCS(BYGPA_LEGACY)
 #undef BYGPA_LEGACY
-#define BYGPA_OPT(sym, base, ptsz) api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, false));
+#define BYGPA_OPT(sym, base, ptsz) \
+  api.sym = reinterpret_cast<decltype(api.sym)>(get(base, ptsz, false));
   CLIENT_OPTIONAL_FUNCS(BYGPA_OPT)
 #undef BYGPA_OPT
 }
@@ -259,14 +272,16 @@ Nvml& GetNvml() {
     Nvml v;
     void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) Die("dlopen libnvidia-ml.so.1");
-#define NV(field, sym) v.field = reinterpret_cast<decltype(v.field)>(dlsym(h, #sym)); \
-    if (v.field == nullptr) Die("dlsym " #sym);
-    NV(init, nvmlInit_v2) NV(count, nvmlDeviceGetCount_v2) NV(by_index, nvmlDeviceGetHandleByIndex_v2)
-    NV(by_uuid, nvmlDeviceGetHandleByUUID) NV(by_pci, nvmlDeviceGetHandleByPciBusId_v2)
-    NV(index, nvmlDeviceGetIndex) NV(uuid, nvmlDeviceGetUUID) NV(mem, nvmlDeviceGetMemoryInfo)
-    NV(mem2, nvmlDeviceGetMemoryInfo_v2)
+#define NV(field, sym)                                           \
+  v.field = reinterpret_cast<decltype(v.field)>(dlsym(h, #sym)); \
+  if (v.field == nullptr) Die("dlsym " #sym);
+    NV(init, nvmlInit_v2)
+    NV(count, nvmlDeviceGetCount_v2) NV(by_index, nvmlDeviceGetHandleByIndex_v2)
+        NV(by_uuid, nvmlDeviceGetHandleByUUID) NV(by_pci, nvmlDeviceGetHandleByPciBusId_v2)
+            NV(index, nvmlDeviceGetIndex) NV(uuid, nvmlDeviceGetUUID)
+                NV(mem, nvmlDeviceGetMemoryInfo) NV(mem2, nvmlDeviceGetMemoryInfo_v2)
 #undef NV
-    nvmlReturn_t r = v.init();
+                    nvmlReturn_t r = v.init();
     Out("nvmlinit=%d", static_cast<int>(r));
     v.ok = r == NVML_SUCCESS;
     return v;
@@ -292,18 +307,26 @@ uint64_t Size(const std::string& s) {
   char* end = nullptr;
   uint64_t v = std::strtoull(s.c_str(), &end, 10);
   switch (*end) {
-    case 'K': case 'k': return v << 10;
-    case 'M': case 'm': return v << 20;
-    case 'G': case 'g': return v << 30;
-    default: return v;
+    case 'K':
+    case 'k':
+      return v << 10;
+    case 'M':
+    case 'm':
+      return v << 20;
+    case 'G':
+    case 'g':
+      return v << 30;
+    default:
+      return v;
   }
 }
 
 std::string UuidString(const CUuuid& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
   char s[64];
-  std::snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+  std::snprintf(s, sizeof s,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
                 b[14], b[15]);
   return s;
 }
@@ -351,8 +374,8 @@ CUstream Stream(State& s) {
 }
 
 void RaceThread(int iters, int max_mib, unsigned seed, std::atomic<int>* ok, std::atomic<int>* oom,
-                std::atomic<int>* other, std::atomic<long long>* held, std::atomic<long long>* maxheld,
-                CUcontext ctx) {
+                std::atomic<int>* other, std::atomic<long long>* held,
+                std::atomic<long long>* maxheld, CUcontext ctx) {
   api.cuCtxSetCurrent(ctx);
   std::mt19937 rng(seed);
   std::vector<std::pair<CUdeviceptr, size_t>> mine;
@@ -390,7 +413,9 @@ void RaceThread(int iters, int max_mib, unsigned seed, std::atomic<int>* ok, std
 void RunOp(State& s, const std::string& op) {
   std::vector<std::string> a = Split(op, ':');
   const std::string& name = a[0];
-  auto arg = [&](size_t i, const char* def = "0") { return i < a.size() ? a[i] : std::string(def); };
+  auto arg = [&](size_t i, const char* def = "0") {
+    return i < a.size() ? a[i] : std::string(def);
+  };
   if (name == "maps") {
     Out("libcuda_loaded=%d", LibcudaLoaded() ? 1 : 0);
     Out("threads=%d", ThreadCount());
@@ -514,7 +539,8 @@ void RunOp(State& s, const std::string& op) {
       CUDA_ARRAY_DESCRIPTOR d{Size(arg(1)), Size(arg(2)), CU_AD_FORMAT_UNSIGNED_INT8, 1};
       r = api.cuArrayCreate_v2(&h, &d);
     } else {
-      CUDA_ARRAY3D_DESCRIPTOR d{Size(arg(1)), Size(arg(2)), Size(arg(3)), CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
+      CUDA_ARRAY3D_DESCRIPTOR d{
+          Size(arg(1)), Size(arg(2)), Size(arg(3)), CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
       r = api.cuArray3DCreate_v2(&h, &d);
     }
     if (r == CUDA_SUCCESS) s.arrays.push_back(h);
@@ -530,7 +556,8 @@ void RunOp(State& s, const std::string& op) {
     }
     CUDA_ARRAY3D_DESCRIPTOR d{Size(arg(1)), Size(arg(2)), 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
     CUmipmappedArray h = nullptr;
-    CUresult r = api.cuMipmappedArrayCreate(&h, &d, static_cast<unsigned>(std::atoi(arg(3).c_str())));
+    CUresult r =
+        api.cuMipmappedArrayCreate(&h, &d, static_cast<unsigned>(std::atoi(arg(3).c_str())));
     if (r == CUDA_SUCCESS) s.mipmaps.push_back(h);
     Out("mipmap=%d", Rc(r));
   } else if (name == "meminfo") {
@@ -629,7 +656,8 @@ void RunOp(State& s, const std::string& op) {
   } else if (name == "ptrdev") {
     int ord = -1;
     CUresult r = s.ptrs.empty() ? CUDA_ERROR_INVALID_VALUE
-                                : api.cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, s.ptrs.back());
+                                : api.cuPointerGetAttribute(
+                                      &ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, s.ptrs.back());
     Out("ptrdev=%d", Rc(r));
     Out("ptrdev.ord=%d", ord);
   } else if (name == "nvml") {
@@ -716,7 +744,8 @@ void RunOp(State& s, const std::string& op) {
       ts.emplace_back([&, i] {
         CUdevice d = 0;
         CUcontext c = nullptr;
-        if (api.cuDeviceGet(&d, 0) != CUDA_SUCCESS || api.cuCtxCreate_v4(&c, nullptr, 0, d) != CUDA_SUCCESS) {
+        if (api.cuDeviceGet(&d, 0) != CUDA_SUCCESS ||
+            api.cuCtxCreate_v4(&c, nullptr, 0, d) != CUDA_SUCCESS) {
           failed.fetch_add(1);
           return;
         }
@@ -745,7 +774,8 @@ void RunOp(State& s, const std::string& op) {
       if (api.cuMemAlloc_v2(&p, b) == CUDA_SUCCESS) api.cuMemFree_v2(p);
     }
   } else if (name == "race") {
-    int t = std::atoi(arg(1).c_str()), iters = std::atoi(arg(2).c_str()), max_mib = std::atoi(arg(3).c_str());
+    int t = std::atoi(arg(1).c_str()), iters = std::atoi(arg(2).c_str()),
+        max_mib = std::atoi(arg(3).c_str());
     unsigned seed = static_cast<unsigned>(std::atoi(arg(4).c_str()));
     CUcontext ctx = nullptr;
     CUdevice d = 0;
@@ -755,8 +785,8 @@ void RunOp(State& s, const std::string& op) {
     std::atomic<long long> held{0}, maxheld{0};
     std::vector<std::thread> ts;
     for (int i = 0; i < t; ++i) {
-      ts.emplace_back(RaceThread, iters, max_mib, seed * 131 + static_cast<unsigned>(i), &ok, &oom, &other,
-                      &held, &maxheld, ctx);
+      ts.emplace_back(RaceThread, iters, max_mib, seed * 131 + static_cast<unsigned>(i), &ok, &oom,
+                      &other, &held, &maxheld, ctx);
     }
     for (auto& th : ts) th.join();
     Out("race.ok=%d", ok.load());
@@ -767,8 +797,10 @@ void RunOp(State& s, const std::string& op) {
     Nvml& n = GetNvml();
     if (!n.ok) return;
     nvmlDevice_t h = nullptr;
-    if (n.by_index(static_cast<unsigned>(std::atoi(arg(2).c_str())), &h) != NVML_SUCCESS) Die("watch: handle");
-    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::atoi(arg(1).c_str()));
+    if (n.by_index(static_cast<unsigned>(std::atoi(arg(2).c_str())), &h) != NVML_SUCCESS)
+      Die("watch: handle");
+    auto end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::atoi(arg(1).c_str()));
     unsigned long long mx = 0;
     long samples = 0;
     Out("watching=1");

@@ -5,20 +5,19 @@
 // quota group (names include this process's pid and a counter) and removes
 // their /dev/shm objects afterwards.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
-#include <cstddef>
-#include <functional>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -53,8 +52,10 @@ TEST_P(PathTest, HookIsReachedAndQuotaApplies) {
   EXPECT_EQ(r.out.Get("init.lib"), "libvgpu.so") << r.Describe();
   EXPECT_EQ(r.out.Get("init.lib_ptsz"), "libvgpu.so") << r.Describe();
   EXPECT_EQ(r.out.Get("init.lib_count"), "libvgpu.so") << r.Describe();
-  EXPECT_EQ(r.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"})) << r.Describe();
-  EXPECT_EQ(r.out.All("total"), (std::vector<std::string>{std::to_string(k64MiB), std::to_string(k64MiB)}));
+  EXPECT_EQ(r.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"}))
+      << r.Describe();
+  EXPECT_EQ(r.out.All("total"),
+            (std::vector<std::string>{std::to_string(k64MiB), std::to_string(k64MiB)}));
   EXPECT_EQ(r.out.All("free"),
             (std::vector<std::string>{std::to_string(k64MiB), std::to_string(k64MiB - 10 * kMiB)}));
   // libvgpu never writes to the application's stderr by default.
@@ -89,16 +90,19 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
       ops.insert(ops.end(), {"meminfo", "alloc:30M"});
       ops.insert(ops.end(), k.give.begin(), k.give.end());
       ops.insert(ops.end(), {"meminfo", "alloc:60M", "free"});
-      RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm}));
+      RunResult r = Client(
+          p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", std::string("VGPU_VMM=") + vmm}));
       ASSERT_CLEAN_EXIT(r);
       const std::string op = k.take[0].substr(0, k.take[0].find(':'));
       ASSERT_EQ(r.out.Get(op), "0") << r.Describe();
-      EXPECT_EQ(r.out.All("free"), (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
+      EXPECT_EQ(r.out.All("free"),
+                (std::vector<std::string>{std::to_string(24 * kMiB), std::to_string(k64MiB)}))
           << r.Describe();
       std::vector<std::string> allocs{std::to_string(kOutOfMemory), "0"};
       if (op == "alloc") allocs.insert(allocs.begin(), "0");
       EXPECT_EQ(r.out.All("alloc"), allocs) << r.Describe();
-      for (const std::string& g : k.give) EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
+      for (const std::string& g : k.give)
+        EXPECT_EQ(r.out.Get(g == "free" ? "freed" : g), "0") << g << "\n" << r.Describe();
     }
   }
 }
@@ -112,7 +116,8 @@ TEST_P(PathTest, MipmappedArray) {
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1"}, Env(false));
   ASSERT_CLEAN_EXIT(plain);
   if (plain.out.Get("mipmap") != "0") {
-    if (std::string(p.name) != "link") {  // the linked case: HookOfEntryPointMissingInDriverFailsCleanly
+    if (std::string(p.name) !=
+        "link") {  // the linked case: HookOfEntryPointMissingInDriverFailsCleanly
       RunResult r = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1", "alloc:1M"},
                            Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
       ASSERT_CLEAN_EXIT(r);
@@ -122,7 +127,8 @@ TEST_P(PathTest, MipmappedArray) {
     GTEST_SKIP() << "the driver has no cuMipmappedArrayCreate (mipmap=" << plain.out.Get("mipmap")
                  << ")";
   }
-  RunResult r = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1", "meminfo"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  RunResult r = Client(p, {"init", "ctx:0", "mipmap:4096:4096:1", "meminfo"},
+                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("mipmap"), "0");
   EXPECT_EQ(r.out.Int("free"), static_cast<long long>(k64MiB - 16 * kMiB));
@@ -144,7 +150,8 @@ TEST_F(InterceptTest, LegacyEntryPointsOutsideTheAccountingAreRefused) {
   RunResult plain = Client(p, {"init", "ctx:0", "legacy"}, Env(false));
   ASSERT_CLEAN_EXIT(plain);
   EXPECT_EQ(plain.out.Get("legacy.meminfo"), "0") << plain.Describe();
-  RunResult r = Client(p, {"init", "ctx:0", "legacy"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  RunResult r =
+      Client(p, {"init", "ctx:0", "legacy"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("legacy.meminfo"), "801") << r.Describe();  // CUDA_ERROR_NOT_SUPPORTED
   for (const char* sym : {"cuMemAlloc", "cuArrayCreate", "cuLaunchGrid", "cuMemGetInfo"}) {
@@ -156,8 +163,10 @@ TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
   const PathParam& p = kPaths[0];
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:64:64:3"}, Env(false));
   ASSERT_CLEAN_EXIT(plain);
-  if (plain.out.Get("mipmap") != "unavailable") GTEST_SKIP() << "the driver has cuMipmappedArrayCreate";
-  RunResult r = Client(p, {"init", "ctx:0", "mipmap:64:64:3", "alloc:1M"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  if (plain.out.Get("mipmap") != "unavailable")
+    GTEST_SKIP() << "the driver has cuMipmappedArrayCreate";
+  RunResult r = Client(p, {"init", "ctx:0", "mipmap:64:64:3", "alloc:1M"},
+                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
   ASSERT_TRUE(r.ExitedZero()) << "libvgpu's cuMipmappedArrayCreate hook with no real entry point\n"
                               << r.Describe();
   EXPECT_NE(r.out.Get("mipmap"), "0") << r.Describe();
@@ -178,16 +187,19 @@ TEST_P(PathTest, FreedMemoryReturns) {
     EXPECT_EQ(loop.out.Get("loop"), "0") << loop.Describe();
     EXPECT_EQ(loop.out.Int("free"), static_cast<long long>(k64MiB));
 
-    RunResult ctx = Client(p, {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy", "ctx:0", "meminfo",
-                         "alloc:60M"},
-                     env);
+    RunResult ctx = Client(p,
+                           {"init", "ctxnew:0", "alloc:40M", "alloc:20M", "meminfo", "ctxdestroy",
+                            "ctx:0", "meminfo", "alloc:60M"},
+                           env);
     ASSERT_CLEAN_EXIT(ctx);
     EXPECT_EQ(ctx.out.Get("ctxdestroy"), "0");
-    EXPECT_EQ(ctx.out.All("free"), (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
+    EXPECT_EQ(ctx.out.All("free"),
+              (std::vector<std::string>{std::to_string(4 * kMiB), std::to_string(k64MiB)}))
         << ctx.Describe();
     EXPECT_EQ(ctx.out.All("alloc"), (std::vector<std::string>{"0", "0", "0"})) << ctx.Describe();
 
-    RunResult reset = Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
+    RunResult reset =
+        Client(p, {"init", "ctx:0", "alloc:40M", "reset:0", "ctx:0", "meminfo", "alloc:60M"}, env);
     ASSERT_CLEAN_EXIT(reset);
     EXPECT_EQ(reset.out.Get("reset"), "0");
     EXPECT_EQ(reset.out.Int("free"), static_cast<long long>(k64MiB)) << reset.Describe();
@@ -206,12 +218,15 @@ TEST_P(PathTest, QuotaIsExactToTheByte) {
   EXPECT_EQ(r.out.Int("fill_bytes"), static_cast<long long>(k64MiB));
   EXPECT_EQ(r.out.Get("free"), "0");
   EXPECT_EQ(r.out.Int("total"), static_cast<long long>(k64MiB));
-  EXPECT_EQ(r.out.Get("alloc"), std::to_string(kOutOfMemory)) << "one byte over the quota\n" << r.Describe();
+  EXPECT_EQ(r.out.Get("alloc"), std::to_string(kOutOfMemory)) << "one byte over the quota\n"
+                                                              << r.Describe();
   // Free the last piece, 67108864 - 67 * 1000000 = 108864 bytes: one byte
   // more than that does not fit, exactly that does.
-  RunResult r2 = Client(p, {"init", "ctx:0", "fill:64M:1000000", "free", "alloc:108865", "alloc:108864"}, env);
+  RunResult r2 =
+      Client(p, {"init", "ctx:0", "fill:64M:1000000", "free", "alloc:108865", "alloc:108864"}, env);
   ASSERT_CLEAN_EXIT(r2);
-  EXPECT_EQ(r2.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"})) << r2.Describe();
+  EXPECT_EQ(r2.out.All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0"}))
+      << r2.Describe();
 }
 
 // ---------------------------------------------------------------------------
@@ -227,7 +242,8 @@ class DeviceMapTest : public PathTest {
     EXPECT_TRUE(r.ExitedZero()) << r.Describe();
     std::vector<PhysDevice> d;
     for (int i = 0; i < r.out.Int("count"); ++i) {
-      d.push_back({r.out.Get("dev" + std::to_string(i) + ".uuid"), r.out.Get("dev" + std::to_string(i) + ".pci")});
+      d.push_back({r.out.Get("dev" + std::to_string(i) + ".uuid"),
+                   r.out.Get("dev" + std::to_string(i) + ".pci")});
     }
     return d;
   }
@@ -241,10 +257,12 @@ TEST_P(DeviceMapTest, VisibleDevicesByIndexAndUuid) {
   ASSERT_EQ(phys.size(), 4u);
   for (const std::string& visible : {std::string("2,0"), phys[2].uuid + "," + phys[0].uuid}) {
     SCOPED_TRACE("VGPU_VISIBLE_DEVICES=" + visible);
-    RunResult r = Client(p,
-                   {"init", "devices", "bypci:" + phys[1].pci, "bypci:" + phys[3].pci, "bypci:" + phys[0].pci,
-                    "getdev:2", "ctx:1", "ctxdev", "alloc:1M", "ptrdev", "ctx:0", "ctxdev", "alloc:1M", "ptrdev"},
-                   Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=" + visible}));
+    RunResult r =
+        Client(p,
+               {"init", "devices", "bypci:" + phys[1].pci, "bypci:" + phys[3].pci,
+                "bypci:" + phys[0].pci, "getdev:2", "ctx:1", "ctxdev", "alloc:1M", "ptrdev",
+                "ctx:0", "ctxdev", "alloc:1M", "ptrdev"},
+               Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=" + visible}));
     ASSERT_CLEAN_EXIT(r);
     EXPECT_EQ(r.out.Get("count"), "2");
     EXPECT_EQ(r.out.Get("dev0.uuid"), phys[2].uuid);
@@ -272,17 +290,21 @@ TEST_F(InterceptTest, VirtualDeviceAllocatesOnPhysical) {
                            Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=2,0"})));
   ASSERT_TRUE(holder.WaitKey("waiting", nullptr, 20000)) << holder.StderrText();
   ASSERT_EQ(holder.out().Get("alloc"), "0");
-  RunResult watcher = Client(p, {"nvml", "init", "ctx:2", "meminfo", "ctx:0", "meminfo"}, Env(false, {"VGPU_SIM_DEVICES=4x16GiB"}));
+  RunResult watcher = Client(p, {"nvml", "init", "ctx:2", "meminfo", "ctx:0", "meminfo"},
+                             Env(false, {"VGPU_SIM_DEVICES=4x16GiB"}));
   holder.Send("go");
   int st = holder.Finish(20000);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   ASSERT_CLEAN_EXIT(watcher);
   EXPECT_EQ(watcher.out.Get("nvml.count"), "4");
-  EXPECT_GE(watcher.out.Int("nvml2.used"), static_cast<long long>(100 * kMiB)) << watcher.Describe();
-  EXPECT_LT(watcher.out.Int("nvml0.used"), static_cast<long long>(100 * kMiB)) << watcher.Describe();
+  EXPECT_GE(watcher.out.Int("nvml2.used"), static_cast<long long>(100 * kMiB))
+      << watcher.Describe();
+  EXPECT_LT(watcher.out.Int("nvml0.used"), static_cast<long long>(100 * kMiB))
+      << watcher.Describe();
   std::vector<std::string> free = watcher.out.All("free"), total = watcher.out.All("total");
   ASSERT_EQ(free.size(), 2u);
-  EXPECT_LE(std::stoull(free[0]) + 100 * kMiB, std::stoull(total[0])) << "physical 2 does not hold the 100 MiB";
+  EXPECT_LE(std::stoull(free[0]) + 100 * kMiB, std::stoull(total[0]))
+      << "physical 2 does not hold the 100 MiB";
   EXPECT_EQ(free[1], total[1]) << "physical 0 holds memory";
 }
 
@@ -292,11 +314,13 @@ TEST_F(InterceptTest, NvmlMapping) {
   const PathParam& p = kPaths[1];
   RunResult phys = Client(p, {"init", "devices"}, Env(false, {"VGPU_SIM_DEVICES=4x16GiB"}));
   ASSERT_CLEAN_EXIT(phys);
-  std::string u0 = phys.out.Get("dev0.uuid"), u1 = phys.out.Get("dev1.uuid"), u2 = phys.out.Get("dev2.uuid");
+  std::string u0 = phys.out.Get("dev0.uuid"), u1 = phys.out.Get("dev1.uuid"),
+              u2 = phys.out.Get("dev2.uuid");
   std::string pci3 = phys.out.Get("dev3.pci"), pci2 = phys.out.Get("dev2.pci");
-  RunResult r = Client(p, {"init", "devices", "nvml", "nvmlbyuuid:" + u1, "nvmlbypci:" + pci3, "nvmlbyuuid:" + u0,
-                     "nvmlbypci:" + pci2},
-                 Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=2,0"}));
+  RunResult r = Client(p,
+                       {"init", "devices", "nvml", "nvmlbyuuid:" + u1, "nvmlbypci:" + pci3,
+                        "nvmlbyuuid:" + u0, "nvmlbypci:" + pci2},
+                       Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=2,0"}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("nvmlinit"), "0");
   EXPECT_EQ(r.out.Get("nvml.count"), "2");
@@ -371,8 +395,9 @@ TEST_F(InterceptTest, ScarceDeviceMemoryBoundsTheQuotaViewInCudaAndNvml) {
 TEST_F(InterceptTest, SampleTrainingSameChecksum) {
   auto run = [&](bool preload, std::vector<std::string> extra) {
     extra.push_back(std::string("VGPU_SIM_KERNELS=") + ITEST_SAMPLE_KERNELS);
-    return RunToEnd({ITEST_SAMPLE_TRAIN, "--steps", "20", "--report-every", "5", ITEST_SAMPLE_CUBIN},
-                    Env(preload, extra), 60000);
+    return RunToEnd(
+        {ITEST_SAMPLE_TRAIN, "--steps", "20", "--report-every", "5", ITEST_SAMPLE_CUBIN},
+        Env(preload, extra), 60000);
   };
   auto lines = [](const std::string& text) {
     std::istringstream in(text);
@@ -405,13 +430,13 @@ TEST_F(InterceptTest, GroupSharesOneQuota) {
   ASSERT_TRUE(first.Start(Argv(p, {"init", "ctx:0", "alloc:100M", "wait"}), env));
   ASSERT_TRUE(first.WaitKey("waiting", nullptr, 20000)) << first.StderrText();
   ASSERT_EQ(first.out().Get("alloc"), "0");
-  ASSERT_TRUE(second.Start(Argv(p, {"init", "ctx:0", "meminfo", "alloc:29M", "alloc:28M", "alloc:1", "free", "wait",
-                                    "alloc:128M", "meminfo"}),
+  ASSERT_TRUE(second.Start(Argv(p, {"init", "ctx:0", "meminfo", "alloc:29M", "alloc:28M", "alloc:1",
+                                    "free", "wait", "alloc:128M", "meminfo"}),
                            env));
   ASSERT_TRUE(second.WaitKey("waiting", nullptr, 20000)) << second.StderrText();
   EXPECT_EQ(second.out().Int("free"), static_cast<long long>(28 * kMiB));
-  EXPECT_EQ(second.out().All("alloc"),
-            (std::vector<std::string>{std::to_string(kOutOfMemory), "0", std::to_string(kOutOfMemory)}));
+  EXPECT_EQ(second.out().All("alloc"), (std::vector<std::string>{std::to_string(kOutOfMemory), "0",
+                                                                 std::to_string(kOutOfMemory)}));
   first.Send("go");
   int st = first.Finish(20000);  // exits holding its 100 MiB; reaped here
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -460,14 +485,17 @@ TEST_F(InterceptTest, DeviceTotalMemIsTheGroupQuota) {
 class RaceTest : public InterceptTest, public ::testing::WithParamInterface<const char*> {};
 
 INSTANTIATE_TEST_SUITE_P(Vmm, RaceTest, ::testing::Values("on", "off"),
-                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param);
+                         });
 
 TEST_P(RaceTest, RaceNeverOvershoots) {
   const std::string log = TempFile("race.log");
   constexpr int kProcs = 8;
   const PathParam& p = kPaths[2];
-  auto env = Env(true, {"VGPU_SIM_DEVICES=1x64MiB", "VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(),
-                        "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn", std::string("VGPU_VMM=") + GetParam()});
+  auto env = Env(
+      true, {"VGPU_SIM_DEVICES=1x64MiB", "VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(),
+             "VGPU_LOG_FILE=" + log, "VGPU_LOG_LEVEL=warn", std::string("VGPU_VMM=") + GetParam()});
   // The node must exist with its size before the watcher attaches.
   RunResult boot = Client(p, {"init", "ctx:0"}, Env(false, {"VGPU_SIM_DEVICES=1x64MiB"}));
   ASSERT_CLEAN_EXIT(boot);
@@ -477,7 +505,8 @@ TEST_P(RaceTest, RaceNeverOvershoots) {
   std::vector<std::unique_ptr<Proc>> clients;
   for (int i = 0; i < kProcs; ++i) {
     clients.push_back(std::make_unique<Proc>());
-    ASSERT_TRUE(clients.back()->Start(Argv(p, {"init", "wait", "race:4:400:8:" + std::to_string(i + 1)}), env));
+    ASSERT_TRUE(clients.back()->Start(
+        Argv(p, {"init", "wait", "race:4:400:8:" + std::to_string(i + 1)}), env));
   }
   for (auto& c : clients) ASSERT_TRUE(c->WaitKey("waiting", nullptr, 20000)) << c->StderrText();
   for (auto& c : clients) c->Send("go");  // all at once
@@ -485,7 +514,8 @@ TEST_P(RaceTest, RaceNeverOvershoots) {
   for (auto& c : clients) {
     int st = c->Finish(45000);
     ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !c->timed_out())
-        << "status " << st << "\n" << c->stdout_text() << c->StderrText();
+        << "status " << st << "\n"
+        << c->stdout_text() << c->StderrText();
     EXPECT_EQ(c->out().Get("init"), "0");
     EXPECT_EQ(c->out().Int("race.other"), 0) << c->stdout_text();
     EXPECT_LE(c->out().Int("race.maxheld"), static_cast<long long>(k64MiB));
@@ -509,8 +539,9 @@ TEST_P(RaceTest, RaceNeverOvershoots) {
               watcher.out().Int("watch.max"));
   EXPECT_GT(ok, 1000);
   EXPECT_GT(oom, 50) << "no contention: the test did not exercise the limit";
-  EXPECT_EQ(oom, refusals) << "CUDA_ERROR_OUT_OF_MEMORY from the simulated driver, not from the quota: the "
-                              "group's reservations exceeded the 64 MiB limit";
+  EXPECT_EQ(oom, refusals)
+      << "CUDA_ERROR_OUT_OF_MEMORY from the simulated driver, not from the quota: the "
+         "group's reservations exceeded the 64 MiB limit";
   EXPECT_EQ(other_lines, 0);
   EXPECT_LE(watcher.out().Int("watch.max"), static_cast<long long>(k64MiB));
   EXPECT_GE(watcher.out().Int("watch.max"), static_cast<long long>(k64MiB - 16 * kMiB))
@@ -580,8 +611,10 @@ TEST_F(InterceptTest, DamagedLedgerFailsClosed) {
   };
   const std::vector<Case> cases = {
       {"garbage", garbage, 0600, "magic"},
-      {"version", header(kLedgerVersion + 1, sizeof(LedgerRegion), sizeof(LedgerRegion)), 0600, "version"},
-      {"size", header(kLedgerVersion, sizeof(LedgerRegion) - 64, sizeof(LedgerRegion) - 64), 0600, "size"},
+      {"version", header(kLedgerVersion + 1, sizeof(LedgerRegion), sizeof(LedgerRegion)), 0600,
+       "version"},
+      {"size", header(kLedgerVersion, sizeof(LedgerRegion) - 64, sizeof(LedgerRegion) - 64), 0600,
+       "size"},
       {"mode", header(kLedgerVersion, sizeof(LedgerRegion), sizeof(LedgerRegion)), 0644, "mode"},
   };
   for (const Case& c : cases) {
@@ -592,7 +625,8 @@ TEST_F(InterceptTest, DamagedLedgerFailsClosed) {
     c.write(fd);
     fchmod(fd, c.mode);
     close(fd);
-    RunResult r = Client(p, {"init", "ctx:0", "alloc:1M"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()}));
+    RunResult r = Client(p, {"init", "ctx:0", "alloc:1M"},
+                         Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()}));
     ASSERT_CLEAN_EXIT(r);
     EXPECT_NE(r.out.Get("init"), "0") << r.Describe();
     EXPECT_NE(r.out.Get("alloc"), "0") << r.Describe();
@@ -610,13 +644,9 @@ TEST_F(InterceptTest, DamagedLedgerFailsClosed) {
 // variable, the program exits normally.
 TEST_F(InterceptTest, MalformedConfigurationFailsClosed) {
   const std::string bad_json = TempFile("bad.json");
-  {
-    std::ofstream(bad_json) << "{\"device_memory_limit\": \"1GiB\",";
-  }
+  { std::ofstream(bad_json) << "{\"device_memory_limit\": \"1GiB\","; }
   const std::string typo_json = TempFile("typo.json");
-  {
-    std::ofstream(typo_json) << "{\"device_memory_limt\": \"1GiB\"}";
-  }
+  { std::ofstream(typo_json) << "{\"device_memory_limt\": \"1GiB\"}"; }
   struct Case {
     std::string var, names;
   };
@@ -657,7 +687,8 @@ TEST_F(InterceptTest, NoCudaNoCost) {
   for (bool configured : {false, true}) {
     SCOPED_TRACE(configured ? "configured" : "unconfigured");
     std::vector<std::string> extra;
-    if (configured) extra = {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(), "VGPU_VISIBLE_DEVICES=0"};
+    if (configured)
+      extra = {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar(), "VGPU_VISIBLE_DEVICES=0"};
     RunResult r = Client(p, {"maps", "sleep:50", "maps", "init", "maps"}, Env(true, extra));
     ASSERT_CLEAN_EXIT(r);
     std::vector<std::string> loaded = r.out.All("libcuda_loaded"), threads = r.out.All("threads");
@@ -675,7 +706,8 @@ TEST_F(InterceptTest, NoCudaNoCost) {
 // crashes or hangs, and the parent's quota state is intact.
 TEST_F(InterceptTest, ForkedChildIsConsistent) {
   const PathParam& p = kPaths[0];
-  std::vector<std::string> ops = {"init", "ctx:0", "alloc:10M", "fork", "meminfo", "alloc:54M", "alloc:1"};
+  std::vector<std::string> ops = {"init",    "ctx:0",     "alloc:10M", "fork",
+                                  "meminfo", "alloc:54M", "alloc:1"};
   RunResult plain = Client(p, ops, Env(false));
   ASSERT_CLEAN_EXIT(plain);
   RunResult r = Client(p, ops, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}), 20000);
@@ -683,7 +715,8 @@ TEST_F(InterceptTest, ForkedChildIsConsistent) {
   EXPECT_EQ(r.out.Get("fork.status"), "0") << r.Describe();
   for (const char* k : {"child.alloc", "child.meminfo", "child.count"}) {
     EXPECT_TRUE(r.out.Has(k)) << r.Describe();
-    EXPECT_EQ(r.out.Get(k), plain.out.Get(k)) << k << "\n--- without libvgpu\n" << plain.Describe() << "\n--- with\n"
+    EXPECT_EQ(r.out.Get(k), plain.out.Get(k)) << k << "\n--- without libvgpu\n"
+                                              << plain.Describe() << "\n--- with\n"
                                               << r.Describe();
   }
   EXPECT_EQ(r.out.Int("free"), static_cast<long long>(54 * kMiB));
@@ -700,10 +733,13 @@ TEST_F(InterceptTest, ForkedChildIsConsistent) {
 // applies in it.
 TEST_F(InterceptTest, ExecedChildIsInterposed) {
   const PathParam& p = kPaths[1];
-  RunResult r = Client(p, {"init", "ctx:0", "alloc:10M", "exec:--path=procaddr,init,ctx:0,alloc:65M,alloc:40M,meminfo"},
-                 Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  RunResult r = Client(
+      p,
+      {"init", "ctx:0", "alloc:10M", "exec:--path=procaddr,init,ctx:0,alloc:65M,alloc:40M,meminfo"},
+      Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
   ASSERT_CLEAN_EXIT(r);
-  EXPECT_EQ(r.out.All("alloc"), (std::vector<std::string>{"0", std::to_string(kOutOfMemory), "0"})) << r.Describe();
+  EXPECT_EQ(r.out.All("alloc"), (std::vector<std::string>{"0", std::to_string(kOutOfMemory), "0"}))
+      << r.Describe();
   EXPECT_EQ(r.out.Int("total"), static_cast<long long>(k64MiB));
   EXPECT_EQ(r.out.Int("free"), static_cast<long long>(24 * kMiB));
 }
@@ -712,8 +748,9 @@ TEST_F(InterceptTest, ExecedChildIsInterposed) {
 // died with it, so it must not stay charged to the group.
 TEST_F(InterceptTest, ExecInGroupDoesNotKeepOldCharges) {
   const PathParam& p = kPaths[1];
-  RunResult r = Client(p, {"init", "ctx:0", "alloc:40M", "exec:--path=dlsym,init,ctx:0,meminfo,alloc:40M"},
-                 Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()}));
+  RunResult r =
+      Client(p, {"init", "ctx:0", "alloc:40M", "exec:--path=dlsym,init,ctx:0,meminfo,alloc:40M"},
+             Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB", GroupVar()}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Int("free"), static_cast<long long>(k64MiB)) << r.Describe();
   EXPECT_EQ(r.out.All("alloc"), (std::vector<std::string>{"0", "0"})) << r.Describe();
@@ -723,7 +760,8 @@ TEST_F(InterceptTest, ExecInGroupDoesNotKeepOldCharges) {
 // destroying each context returns the allocation it still held.
 TEST_P(PathTest, ManyThreadsWithOwnContexts) {
   const PathParam& p = GetParam();
-  RunResult r = Client(p, {"init", "threads:8:4M", "ctx:0", "meminfo"}, Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  RunResult r = Client(p, {"init", "threads:8:4M", "ctx:0", "meminfo"},
+                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("threads"), "0") << r.Describe();
   EXPECT_EQ(r.out.Int("free"), static_cast<long long>(k64MiB)) << r.Describe();
