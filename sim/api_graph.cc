@@ -15,6 +15,17 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace vgpu::sim {
 
+CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  v2.func = p.func;
+  v2.gridDimX = p.gridDimX, v2.gridDimY = p.gridDimY, v2.gridDimZ = p.gridDimZ;
+  v2.blockDimX = p.blockDimX, v2.blockDimY = p.blockDimY, v2.blockDimZ = p.blockDimZ;
+  v2.sharedMemBytes = p.sharedMemBytes;
+  v2.kernelParams = p.kernelParams;
+  v2.extra = p.extra;
+  return v2;
+}
+
 CUresult MakeKernelOp(const CUDA_KERNEL_NODE_PARAMS& p, Op* op) {
   op->kind = OpKind::kKernel;
   op->fn = p.func != nullptr ? p.func : reinterpret_cast<CUfunction>(p.kern);
@@ -212,20 +223,6 @@ SIM_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CU
   return AddKernelNode(phGraphNode, hGraph, dependencies, numDependencies, *p);
 }
 
-namespace {
-
-CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
-  CUDA_KERNEL_NODE_PARAMS v2{};
-  v2.func = p.func;
-  v2.gridDimX = p.gridDimX, v2.gridDimY = p.gridDimY, v2.gridDimZ = p.gridDimZ;
-  v2.blockDimX = p.blockDimX, v2.blockDimY = p.blockDimY, v2.blockDimZ = p.blockDimZ;
-  v2.sharedMemBytes = p.sharedMemBytes;
-  v2.kernelParams = p.kernelParams;
-  v2.extra = p.extra;
-  return v2;
-}
-
-}  // namespace
 
 // CUDA 10-11's form: CUDA_KERNEL_NODE_PARAMS_v1 (no kern, no ctx).
 #undef cuGraphAddKernelNode

@@ -226,17 +226,6 @@ CUresult ExecSet(CUgraphExec h, CUgraphNode node, const P* p, CUgraphNodeType ty
   return ExecSetOp(h, node, type, op);
 }
 
-CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
-  CUDA_KERNEL_NODE_PARAMS v2{};
-  v2.func = p.func;
-  v2.gridDimX = p.gridDimX, v2.gridDimY = p.gridDimY, v2.gridDimZ = p.gridDimZ;
-  v2.blockDimX = p.blockDimX, v2.blockDimY = p.blockDimY, v2.blockDimZ = p.blockDimZ;
-  v2.sharedMemBytes = p.sharedMemBytes;
-  v2.kernelParams = p.kernelParams;
-  v2.extra = p.extra;
-  return v2;
-}
-
 }  // namespace
 
 #undef cuGraphExecKernelNodeSetParams

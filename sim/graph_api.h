@@ -16,6 +16,8 @@ GraphExec* LiveExec(CUgraphExec h);  // nullptr if h is not a live one
 
 // The op a node with these parameters runs (validated as the Add call does).
 CUresult MakeKernelOp(const CUDA_KERNEL_NODE_PARAMS& p, Op* op);
+// CUDA 10-11's kernel node parameters (no kern, no ctx) in the current form.
+CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p);
 CUresult MakeCopyOp(const CUDA_MEMCPY3D& p, Op* op);
 CUresult MakeSetOp(const CUDA_MEMSET_NODE_PARAMS& p, Op* op);
 CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op);
