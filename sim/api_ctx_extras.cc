@@ -28,7 +28,9 @@ Context* NamedContext(CUcontext h) {
 bool SnapshotStreams(Context* ctx, std::vector<StreamDep>* out, Stream* skip) {
   std::lock_guard<std::mutex> lock(ctx->mu);
   for (Stream* s : ctx->streams) {
-    if (s == skip) continue;
+    // A destroyed stream stays listed until its worker drains, then frees its
+    // ring: it takes no new operation (cuCtxWaitEvent would write into it).
+    if (s == skip || !IsLiveStream(s)) continue;
     if (s->capture_graph() != nullptr) return false;
     out->push_back({s, s->submitted()});
   }
