@@ -85,6 +85,15 @@ bool IsLiveArray(ArrayObject* a) {
   return g_arrays->count(a) != 0;
 }
 
+bool MipmappedArrayInfo(CUmipmappedArray h, CUDA_ARRAY3D_DESCRIPTOR* level0, unsigned* levels) {
+  auto* m = reinterpret_cast<MipmappedArray*>(h);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_mipmaps->count(m) == 0) return false;
+  *level0 = m->levels[0]->desc;
+  *levels = static_cast<unsigned>(m->levels.size());
+  return true;
+}
+
 size_t FormatBytes(CUarray_format f) {
   switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;

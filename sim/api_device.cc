@@ -6,9 +6,40 @@
 #include "sim/api_common.h"
 #include "sim/copy_engine.h"
 #include "sim/sim_state.h"
+#include "sim/texture.h"
 
 namespace vgpu::sim {
 namespace {
+
+// An H100's texture and surface limits (cudaDeviceProp's maxTexture*,
+// maxSurface*); texture objects and references validate against the linear ones.
+int TextureAttribute(CUdevice_attribute a) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH: return kMaxTexture1DLinear;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH: return kMaxTexture2DLinearWidth;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT: return kMaxTexture2DLinearHeight;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH: return kMaxTexture2DLinearPitch;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH: return 16384;
+    default: return 0;
+  }
+}
 
 // H100 SXM-like values; the rest of the attributes read as 0.
 int Attribute(const DeviceState& dev, CUdevice_attribute a) {
@@ -32,8 +63,9 @@ int Attribute(const DeviceState& dev, CUdevice_attribute a) {
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return kTextureAlignment;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return kTexturePitchAlignment;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return kTextureAlignment;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return dev.sm_count;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
@@ -72,7 +104,8 @@ int Attribute(const DeviceState& dev, CUdevice_attribute a) {
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: return 134213632;
     case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: return 4;
-    default: return 0;
+    case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED: return dev.cc_major >= 9;
+    default: return TextureAttribute(a);
   }
 }
 
@@ -220,7 +253,7 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthI
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  *maxWidthInElements = size_t{1} << 28;
+  *maxWidthInElements = kMaxTexture1DLinear;
   return CUDA_SUCCESS;
 }
 

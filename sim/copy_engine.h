@@ -19,6 +19,9 @@ struct ArrayObject {
   bool mipmap_level = false;  // owned by a mipmapped array: not destroyed alone
 };
 bool IsLiveArray(ArrayObject* a);
+// A live mipmapped array's level-0 descriptor and level count (false for a
+// destroyed or bogus handle): what texture objects and references validate.
+bool MipmappedArrayInfo(CUmipmappedArray m, CUDA_ARRAY3D_DESCRIPTOR* level0, unsigned* levels);
 size_t FormatBytes(CUarray_format f);
 
 // Resolved endpoint of a copy: a host address and whether it is pageable host
