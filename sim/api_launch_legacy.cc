@@ -10,6 +10,7 @@
 
 #include "sim/api_common.h"
 #include "sim/kernel_handles.h"
+#include "sim/texture.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
@@ -113,13 +114,14 @@ SIM_EXPORT CUresult CUDAAPI cuParamSetv(CUfunction hfunc, int offset, void* ptr,
   return SetParamBytes(hfunc, offset, ptr, numbytes);
 }
 
-// Texture references cannot exist here (cuModuleGetTexRef finds none: nvcc
-// 12+ emits none, and cuTexRefCreate is not modelled), so no handle is valid.
+// The only texture references are cuTexRefCreate's (modules carry none: nvcc
+// 12+ emits none). Kernels in the sim do not sample, so binding one to a
+// function records nothing.
 SIM_EXPORT CUresult CUDAAPI cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef) {
   SIM_ENTER("cuParamSetTexRef");
   if (texunit != CU_PARAM_TR_DEFAULT) return CUDA_ERROR_INVALID_VALUE;
-  if (!ValidFunction(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_INVALID_HANDLE;
+  if (!ValidFunction(hfunc) || !IsLiveTexRef(hTexRef)) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult CUDAAPI cuLaunch(CUfunction f) {
