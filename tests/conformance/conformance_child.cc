@@ -7,6 +7,9 @@
 //   sleep NS            prints "ready", waits for "go", runs @builtin vgpu_sim_sleep
 //   deref               host-dereferences a device pointer (expected to die by SIGSEGV)
 //   fdimport BYTES      receives a POSIX fd over the socket on fd 3, imports and reads it
+//   tensormap           encodes a valid tiled and a valid im2col-wide tensor map on
+//                       device 0: "tiled <code>", "wide <code>" (the device's compute
+//                       capability decides)
 //   ckptjob BYTES CUBIN a job for the checkpoint API tests: allocates BYTES, fills
 //                       them, prints "ready", then serves lines: "check" (reads
 //                       everything back through a stream and an event), "call"
@@ -257,6 +260,36 @@ int CheckpointJob(size_t bytes, const char* cubin) {
   return 0;
 }
 
+// A 2 x 32 x 32 x 64 NHWC half tensor: valid for both encoders on devices that have them.
+int TensorMaps() {
+  CUcontext ctx;
+  CUdeviceptr p = 0;
+  CUresult r = SetupContext(&ctx);
+  if (r == CUDA_SUCCESS) r = cuMemAlloc(&p, 2 * 32 * 32 * 64 * 2);
+  if (r != CUDA_SUCCESS) {
+    Out("setup " + std::to_string(r));
+    return 1;
+  }
+  alignas(64) CUtensorMap map;
+  cuuint64_t dims[] = {64, 32, 32, 2};
+  cuuint64_t strides[] = {128, 128 * 32, 128 * 32 * 32};
+  cuuint32_t box[] = {64, 8, 1, 1};
+  cuuint32_t ones[] = {1, 1, 1, 1};
+  void* addr = reinterpret_cast<void*>(p);
+  r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, addr, dims, strides, box,
+                             ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  Out("tiled " + std::to_string(r));
+  r = cuTensorMapEncodeIm2colWide(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, addr, dims, strides,
+                                  -1, 1, 64, 32, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_IM2COL_WIDE_MODE_W, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  Out("wide " + std::to_string(r));
+  cuMemFree(p);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,6 +303,7 @@ int main(int argc, char** argv) {
   if (cmd == "sleep" && argc == 3) return SleepKernel(strtoull(argv[2], nullptr, 0));
   if (cmd == "deref") return Deref();
   if (cmd == "fdimport" && argc == 3) return FdImport(strtoull(argv[2], nullptr, 0));
+  if (cmd == "tensormap") return TensorMaps();
   if (cmd == "ckptjob" && argc == 4) return CheckpointJob(strtoull(argv[2], nullptr, 0), argv[3]);
   return 64;
 }
