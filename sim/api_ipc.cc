@@ -5,11 +5,12 @@
 // itself is CUDA_ERROR_NOT_SUPPORTED.
 //
 // Why not modelled: cuMemAlloc memory is private anonymous memory of the
-// allocating process (sim/address_space.cc), which no other process can map;
-// sharing it would take a memfd per allocation, whose teardown costs the
-// allocator far more than IPC is worth here (sim/api_vmm.cc, "Closing the
-// last reference"). Processes that need shared device memory in the sim can
-// use the VMM API's POSIX file descriptors, which are modelled.
+// allocating process (AddressSpace::BackAnonymous), which no other process
+// can map. Sharing it needs every allocation to be a memfd and a way for the
+// opener to get that fd from a 64-byte handle (pidfd_getfd needs ptrace
+// rights over the exporter, so a broker): an allocator redesign. Processes
+// that need shared device memory in the sim can use the VMM API's POSIX file
+// descriptors, which are modelled.
 #include "sim/api_common.h"
 #include "sim/context.h"
 #include "sim/device_memory.h"
