@@ -35,7 +35,11 @@ constexpr int kTiled = 1, kIm2col = 2, kIm2colWide = 3;
 
 // Everything the three encoders share, as passed (enums as raw integers).
 struct Common {
-  int type, interleave, swizzle, l2, oob;
+  int type;
+  int interleave;
+  int swizzle;
+  int l2;
+  int oob;
   uint32_t rank;
   uintptr_t address;
   const cuuint64_t* dims;
@@ -67,13 +71,15 @@ bool AddressAligned(int type, int interleave, uintptr_t address) {
   return address % (wide ? 32 : 16) == 0;
 }
 
+bool InRange(int v, int lo, int hi) { return v >= lo && v <= hi; }
+
 bool EnumsInRange(const Common& c) {
-  return c.type >= CU_TENSOR_MAP_DATA_TYPE_UINT8 && c.type <= CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B &&
-         c.interleave >= CU_TENSOR_MAP_INTERLEAVE_NONE && c.interleave <= CU_TENSOR_MAP_INTERLEAVE_32B &&
-         c.swizzle >= CU_TENSOR_MAP_SWIZZLE_NONE && c.swizzle <= CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B &&
-         c.l2 >= CU_TENSOR_MAP_L2_PROMOTION_NONE && c.l2 <= CU_TENSOR_MAP_L2_PROMOTION_L2_256B &&
-         c.oob >= CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE &&
-         c.oob <= CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+  return InRange(c.type, CU_TENSOR_MAP_DATA_TYPE_UINT8, CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B) &&
+         InRange(c.interleave, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_INTERLEAVE_32B) &&
+         InRange(c.swizzle, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B) &&
+         InRange(c.l2, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B) &&
+         InRange(c.oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
 }
 
 // The swizzle modes cuda.h allows for each packed type, interleave 32B's
@@ -175,11 +181,16 @@ Common MakeCommon(CUtensorMapDataType type, cuuint32_t rank, void* address, cons
                   const cuuint64_t* strides, const cuuint32_t* element_strides,
                   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                   CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
-  return Common{RawEnum(type),    RawEnum(interleave),
-                RawEnum(swizzle), RawEnum(l2),
-                RawEnum(oob),     rank,
-                reinterpret_cast<uintptr_t>(address), dims,
-                strides,          element_strides};
+  return Common{.type = RawEnum(type),
+                .interleave = RawEnum(interleave),
+                .swizzle = RawEnum(swizzle),
+                .l2 = RawEnum(l2),
+                .oob = RawEnum(oob),
+                .rank = rank,
+                .address = reinterpret_cast<uintptr_t>(address),
+                .dims = dims,
+                .strides = strides,
+                .element_strides = element_strides};
 }
 
 bool BoxValid(const Common& c, const cuuint32_t* box) {
@@ -224,8 +235,11 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUten
   if (CUresult r = CheckTmaDevice(); r != CUDA_SUCCESS) return r;
   Encode(tensorMap, c, kTiled);
   for (uint32_t i = 0; i < c.rank; ++i) {
-    if (i < 4) tensorMap->opaque[12] |= uint64_t(boxDim[i]) << (16 * i);
-    else tensorMap->opaque[13] |= boxDim[i];
+    if (i < 4) {
+      tensorMap->opaque[12] |= uint64_t(boxDim[i]) << (16 * i);
+    } else {
+      tensorMap->opaque[13] |= boxDim[i];
+    }
   }
   return CUDA_SUCCESS;
 }
@@ -256,7 +270,8 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, 
   if (!CommonValid(tensorMap, c, 3) || m < CU_TENSOR_MAP_IM2COL_WIDE_MODE_W ||
       m > CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128 || lo < -32768 || lo > 32767 || hi < -32768 ||
       hi > 32767 || int64_t(globalDim[1]) + hi - lo <= 0 ||
-      !PixelsValid(c, channelsPerPixel, pixelsPerColumn, m != CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128)) {
+      !PixelsValid(c, channelsPerPixel, pixelsPerColumn,
+                   m != CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (c.interleave == CU_TENSOR_MAP_INTERLEAVE_NONE &&
@@ -281,7 +296,8 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap* tensorMap, vo
     return CUDA_ERROR_INVALID_VALUE;
   }
   const uint64_t fields = tensorMap->opaque[2];
-  const int type = static_cast<int>(fields & 0xff), interleave = static_cast<int>(fields >> 16 & 0xff);
+  const int type = static_cast<int>(fields & 0xff);
+  const int interleave = static_cast<int>(fields >> 16 & 0xff);
   const auto address = reinterpret_cast<uintptr_t>(globalAddress);
   if (!AddressAligned(type, interleave, address)) return CUDA_ERROR_INVALID_VALUE;
   tensorMap->opaque[1] = address;

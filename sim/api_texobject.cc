@@ -81,16 +81,22 @@ bool ValidResource(const CUDA_RESOURCE_DESC& r) {
   unsigned levels = 0;
   switch (RawEnum(r.resType)) {
     case CU_RESOURCE_TYPE_ARRAY:
-    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: return ResourceArray(r, &d, &levels);
-    case CU_RESOURCE_TYPE_LINEAR: return ValidLinear(r);
-    case CU_RESOURCE_TYPE_PITCH2D: return ValidPitch2D(r);
-    default: return false;
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+      return ResourceArray(r, &d, &levels);
+    case CU_RESOURCE_TYPE_LINEAR:
+      return ValidLinear(r);
+    case CU_RESOURCE_TYPE_PITCH2D:
+      return ValidPitch2D(r);
+    default:
+      return false;
   }
 }
 
 bool ValidTextureDesc(const CUDA_TEXTURE_DESC& t, const CUDA_RESOURCE_DESC& r) {
   for (const CUaddress_mode& m : t.addressMode) {
-    if (RawEnum(m) < CU_TR_ADDRESS_MODE_WRAP || RawEnum(m) > CU_TR_ADDRESS_MODE_BORDER) return false;
+    if (RawEnum(m) < CU_TR_ADDRESS_MODE_WRAP || RawEnum(m) > CU_TR_ADDRESS_MODE_BORDER) {
+      return false;
+    }
   }
   for (int f : {RawEnum(t.filterMode), RawEnum(t.mipmapFilterMode)}) {
     if (f != CU_TR_FILTER_MODE_POINT && f != CU_TR_FILTER_MODE_LINEAR) return false;
@@ -124,8 +130,12 @@ unsigned BlockChannels(int format) {
 bool ValidViewExtent(const CUDA_RESOURCE_VIEW_DESC& v, const CUDA_ARRAY3D_DESCRIPTOR& d) {
   const int format = RawEnum(v.format);
   if (format < CU_RES_VIEW_FORMAT_NONE || format > CU_RES_VIEW_FORMAT_UNSIGNED_BC7) return false;
-  if (!IsBlockCompressed(format)) return v.width == d.Width && v.height == d.Height && v.depth == d.Depth;
-  if (d.Format != CU_AD_FORMAT_UNSIGNED_INT32 || d.NumChannels != BlockChannels(format)) return false;
+  if (!IsBlockCompressed(format)) {
+    return v.width == d.Width && v.height == d.Height && v.depth == d.Depth;
+  }
+  if (d.Format != CU_AD_FORMAT_UNSIGNED_INT32 || d.NumChannels != BlockChannels(format)) {
+    return false;
+  }
   return v.width == 4 * d.Width && v.height == 4 * d.Height && v.depth == d.Depth;
 }
 

@@ -318,7 +318,9 @@ SIM_EXPORT CUresult CUDAAPI cuTexRefGetArray(CUarray* phArray, CUtexref hTexRef)
 SIM_EXPORT CUresult CUDAAPI cuTexRefGetMipmappedArray(CUmipmappedArray* phMipmappedArray, CUtexref hTexRef) {
   SIM_ENTER("cuTexRefGetMipmappedArray");
   return WithRef(hTexRef, [&](TexRef& t) {
-    if (phMipmappedArray == nullptr || t.binding != Binding::kMipmap) return CUDA_ERROR_INVALID_VALUE;
+    if (phMipmappedArray == nullptr || t.binding != Binding::kMipmap) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     *phMipmappedArray = t.mipmap;
     return CUDA_SUCCESS;
   });

@@ -19,10 +19,9 @@ inline constexpr size_t kMaxTexture2DLinearHeight = 65000;
 inline constexpr size_t kMaxTexture2DLinearPitch = 2097120;  // bytes
 
 // The texture flags cuda.h defines (CU_TRSF_*).
-inline constexpr unsigned kTextureFlagMask = CU_TRSF_READ_AS_INTEGER |
-                                             CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_SRGB |
-                                             CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION |
-                                             CU_TRSF_SEAMLESS_CUBEMAP;
+inline constexpr unsigned kTextureFlagMask =
+    CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_SRGB |
+    CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION | CU_TRSF_SEAMLESS_CUBEMAP;
 
 // True for a texture reference made by cuTexRefCreate and not destroyed.
 bool IsLiveTexRef(CUtexref t);

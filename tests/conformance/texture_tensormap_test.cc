@@ -435,11 +435,10 @@ struct Im2col {
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
 
   CUresult Encode(CUtensorMap* map) const {
-    return cuTensorMapEncodeIm2col(map, type, rank, reinterpret_cast<void*>(address), dims, strides,
-                                   lower, upper, channels, pixels, element_strides,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                   CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return cuTensorMapEncodeIm2col(
+        map, type, rank, reinterpret_cast<void*>(address), dims, strides, lower, upper, channels,
+        pixels, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   }
 };
 
@@ -525,7 +524,8 @@ TEST_F(TensorMapTest, TiledRejectsWhatCudaHForbids) {
       {"element stride 9", [](Tiled& t) { t.element_strides[2] = 9; }},
       {"interleave 32B without swizzle 32B",
        [](Tiled& t) { t.interleave = CU_TENSOR_MAP_INTERLEAVE_32B; }},
-      {"inner box wider than the 64B swizzle", [](Tiled& t) { t.swizzle = CU_TENSOR_MAP_SWIZZLE_64B; }},
+      {"inner box wider than the 64B swizzle",
+       [](Tiled& t) { t.swizzle = CU_TENSOR_MAP_SWIZZLE_64B; }},
       {"NaN fill for an integer type", [](Tiled& t) { t.type = CU_TENSOR_MAP_DATA_TYPE_UINT16; }},
       {"16U6 with interleave",
        [](Tiled& t) {
@@ -565,7 +565,8 @@ TEST_F(TensorMapTest, Im2colRules) {
       {"rank-4 corner beyond 127", CUDA_ERROR_INVALID_VALUE, [](Im2col& c) { c.upper[1] = 128; }},
       {"rank-5 corner below -16", CUDA_ERROR_INVALID_VALUE,
        [](Im2col& c) { c.rank = 5, c.lower[2] = -17; }},
-      {"empty box", CUDA_ERROR_INVALID_VALUE, [](Im2col& c) { c.lower[0] = 100, c.upper[0] = -100; }},
+      {"empty box", CUDA_ERROR_INVALID_VALUE,
+       [](Im2col& c) { c.lower[0] = 100, c.upper[0] = -100; }},
       {"257 channels per pixel", CUDA_ERROR_INVALID_VALUE, [](Im2col& c) { c.channels = 257; }},
       {"1025 pixels per column", CUDA_ERROR_INVALID_VALUE, [](Im2col& c) { c.pixels = 1025; }},
       {"channels wider than the swizzle", CUDA_ERROR_INVALID_VALUE,
@@ -611,7 +612,8 @@ TEST_F(TextureTest, IpcAgreesWithTheDeviceAttribute) {
   EXPECT_EQ(event_result == CUDA_SUCCESS, ipc) << CuName(event_result);
   EXPECT_CU_OK(cuEventDestroy(e));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(nullptr, mem_));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcOpenMemHandle(nullptr, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuIpcOpenMemHandle(nullptr, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcOpenEventHandle(nullptr, eh));
 }
 
@@ -651,7 +653,8 @@ TEST_F(SimTensorMapTest, EncodingCarriesTheAddress) {
   EXPECT_EQ(map.opaque[1], mem_ + 256);
   // Only a map an encoder made can be updated.
   alignas(64) CUtensorMap blank{};
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuTensorMapReplaceAddress(&blank, reinterpret_cast<void*>(mem_)));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuTensorMapReplaceAddress(&blank, reinterpret_cast<void*>(mem_)));
 }
 
 TEST_F(SimTensorMapTest, DeviceCapabilityGatesTheEncoders) {
