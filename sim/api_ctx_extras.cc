@@ -9,6 +9,7 @@
 
 #include "sim/api_common.h"
 #include "sim/context.h"
+#include "sim/ctx_events.h"
 #include "sim/event.h"
 #include "sim/sim_state.h"
 #include "sim/stream.h"
@@ -49,10 +50,23 @@ Stream* RecordStream(Context* ctx) {
   return ctx->record_stream;
 }
 
+std::mutex g_notify_mu;
+std::set<CUasyncCallbackHandle>* g_notify = new std::set<CUasyncCallbackHandle>();
+// Handles are the addresses of these records (never dereferenced by clients).
+struct NotifyRecord {
+  CUdevice device;
+  CUasyncCallback fn;
+  void* user;
+};
+
+}  // namespace
+
+namespace vgpu::sim {
+
 // The event completes when every stream of ctx has finished what it had been
 // given at the time of the call: one record operation on the context's own
 // stream that depends on each of them.
-CUresult RecordContext(Context* ctx, Event* ev) {
+CUresult RecordContextEvent(Context* ctx, Event* ev) {
   Stream* rs = RecordStream(ctx);
   std::vector<StreamDep> deps;
   if (!SnapshotStreams(ctx, &deps, rs)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -73,7 +87,7 @@ CUresult RecordContext(Context* ctx, Event* ev) {
 // Every stream the context has now waits (on the device) for the event.
 // Streams created later do not: the sim has no context-wide gate on future
 // work (docs/sim.md).
-CUresult WaitContext(Context* ctx, Event* ev) {
+CUresult WaitContextEvent(Context* ctx, Event* ev) {
   StreamDep target{nullptr, 0};
   {
     std::lock_guard<std::mutex> lock(ev->mu);
@@ -93,16 +107,7 @@ CUresult WaitContext(Context* ctx, Event* ev) {
   return CUDA_SUCCESS;
 }
 
-std::mutex g_notify_mu;
-std::set<CUasyncCallbackHandle>* g_notify = new std::set<CUasyncCallbackHandle>();
-// Handles are the addresses of these records (never dereferenced by clients).
-struct NotifyRecord {
-  CUdevice device;
-  CUasyncCallback fn;
-  void* user;
-};
-
-}  // namespace
+}  // namespace vgpu::sim
 
 SIM_EXPORT CUresult CUDAAPI cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   SIM_ENTER("cuCtxRecordEvent");
@@ -110,7 +115,7 @@ SIM_EXPORT CUresult CUDAAPI cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   auto* ev = reinterpret_cast<Event*>(hEvent);
   if (!IsLiveEvent(ev) || ev->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
-  return RecordContext(ctx, ev);
+  return RecordContextEvent(ctx, ev);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
@@ -119,7 +124,7 @@ SIM_EXPORT CUresult CUDAAPI cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   auto* ev = reinterpret_cast<Event*>(hEvent);
   if (!IsLiveEvent(ev)) return CUDA_ERROR_INVALID_HANDLE;
-  return WaitContext(ctx, ev);
+  return WaitContextEvent(ctx, ev);
 }
 
 // The profiler entry points control an attached profiling tool; none is ever

@@ -5,6 +5,7 @@
 #include "sim/context.h"
 #include "sim/event.h"
 #include "sim/graph.h"
+#include "sim/green_ctx.h"
 #include "sim/stream.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -29,6 +30,13 @@ CUresult CreateStream(CUstream* ph, unsigned flags, int priority) {
   }
   *ph = reinterpret_cast<CUstream>(s);
   return CUDA_SUCCESS;
+}
+
+// cuStreamGetCtx_v2: a green context's stream names the green context and
+// the device's primary context (cuda.h); any other its own context only.
+void BothContexts(Stream* s, CUcontext* ctx, CUgreenCtx* green) {
+  *green = GreenCtxOf(s->ctx());
+  *ctx = AsHandle(*green != nullptr ? PrimaryContext(s->ctx()->device) : s->ctx());
 }
 
 CUresult Query(CUstream h, bool ptds) {
@@ -241,15 +249,13 @@ SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pct
 SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream hStream, CUcontext* pCtx, CUgreenCtx* pGreenCtx) {
   SIM_ENTER("cuStreamGetCtx_v2");
   if (pCtx == nullptr || pGreenCtx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pGreenCtx = nullptr;
-  return WithStream(hStream, false, [&](Stream* s) { *pCtx = AsHandle(s->ctx()); });
+  return WithStream(hStream, false, [&](Stream* s) { BothContexts(s, pCtx, pGreenCtx); });
 }
 SIM_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext* pCtx,
                                                    CUgreenCtx* pGreenCtx) {
   SIM_ENTER("cuStreamGetCtx_v2_ptsz");
   if (pCtx == nullptr || pGreenCtx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pGreenCtx = nullptr;
-  return WithStream(hStream, true, [&](Stream* s) { *pCtx = AsHandle(s->ctx()); });
+  return WithStream(hStream, true, [&](Stream* s) { BothContexts(s, pCtx, pGreenCtx); });
 }
 
 SIM_EXPORT CUresult CUDAAPI cuStreamGetId(CUstream hStream, unsigned long long* streamId) {
