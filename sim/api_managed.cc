@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "sim/address_space.h"
 #include "sim/api_common.h"
@@ -361,4 +362,131 @@ SIM_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void** data, size_t* dataSiz
     }
   }
   return CUDA_SUCCESS;
+}
+
+// Batched managed-memory operations (CUDA 13) and stream attachment. Managed
+// memory is host memory here, reachable from every device at once
+// (CONCURRENT_MANAGED_ACCESS 1), so a prefetch only records its location, a
+// discard keeps the bytes (cuda.h leaves a discarded range's contents
+// indeterminate) and an attachment changes no visibility.
+namespace {
+
+// cuda.h's rules for per-group arrays (prefetchLocIdxs, attrsIdxs): first 0,
+// strictly increasing, below count, no more groups than operations.
+bool ValidGroups(const size_t* idxs, size_t n, size_t count) {
+  if (idxs == nullptr || n == 0 || n > count || idxs[0] != 0) return false;
+  for (size_t k = 1; k < n; ++k) {
+    if (idxs[k] <= idxs[k - 1]) return false;
+  }
+  return idxs[n - 1] < count;
+}
+
+CUresult ValidRanges(const CUdeviceptr* p, const size_t* sizes, size_t count) {
+  if (p == nullptr || sizes == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t start = 0, end = 0;
+    if (CUresult r = ManagedRange(p[i], sizes[i], &start, &end); r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+// One no-op in stream order: the batch completes when the stream reaches it.
+CUresult QueueMarker(CUstream h, bool ptsz) {
+  if (h == CU_STREAM_LEGACY || (!ptsz && h == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptsz, &s); r != CUDA_SUCCESS) return r;
+  Op* op = s->Begin();
+  op->kind = OpKind::kNop;
+  s->Commit();
+  return CUDA_SUCCESS;
+}
+
+CUresult PrefetchBatch(const CUdeviceptr* p, const size_t* sizes, size_t count, const CUmemLocation* locs,
+                       const size_t* idxs, size_t n_locs, unsigned long long flags, CUstream h, bool ptsz) {
+  if (flags != 0 || locs == nullptr || !ValidGroups(idxs, n_locs, count)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = ValidRanges(p, sizes, count); r != CUDA_SUCCESS) return r;
+  std::vector<Loc> norm(n_locs);
+  for (size_t k = 0; k < n_locs; ++k) {
+    if (CUresult r = Normalize(locs[k], &norm[k]); r != CUDA_SUCCESS) return r;
+  }
+  if (CUresult r = QueueMarker(h, ptsz); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  size_t k = 0;
+  for (size_t i = 0; i < count; ++i) {
+    while (k + 1 < n_locs && idxs[k + 1] <= i) ++k;
+    uint64_t start = 0, end = 0;
+    ManagedRange(p[i], sizes[i], &start, &end);
+    Apply(start, end, [&](PageState& st) { st.prefetched = norm[k]; });
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult DiscardBatch(const CUdeviceptr* p, const size_t* sizes, size_t count, unsigned long long flags,
+                      CUstream h, bool ptsz) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = ValidRanges(p, sizes, count); r != CUDA_SUCCESS) return r;
+  return QueueMarker(h, ptsz);
+}
+
+CUresult AttachMem(CUstream h, CUdeviceptr p, size_t length, unsigned flags, bool ptsz) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  AllocInfo info;
+  if (!LookupAllocation(p, &info) || info.kind != AllocKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
+  // cuda.h: the whole allocation (length 0 or its size), never a part of it.
+  if (length != 0 && (length != info.size || p != info.base)) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptsz, &s); r != CUDA_SUCCESS) return r;
+  // "It is illegal to attach singly to the NULL stream" (either default stream).
+  if (flags == CU_MEM_ATTACH_SINGLE && (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Op* op = s->Begin();  // ordered like any stream operation; nothing to change
+  op->kind = OpKind::kNop;
+  s->Commit();
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemPrefetchBatchAsync");
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, false);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemPrefetchBatchAsync_ptsz");
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, true);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemDiscardBatchAsync");
+  return DiscardBatch(dptrs, sizes, count, flags, hStream, false);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemDiscardBatchAsync_ptsz");
+  return DiscardBatch(dptrs, sizes, count, flags, hStream, true);
+}
+
+// Discarding then prefetching: the prefetch alone, as discarding changes nothing here.
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemDiscardAndPrefetchBatchAsync");
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, false);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  SIM_ENTER("cuMemDiscardAndPrefetchBatchAsync_ptsz");
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, true);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
+  SIM_ENTER("cuStreamAttachMemAsync");
+  return AttachMem(hStream, dptr, length, flags, false);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
+  SIM_ENTER("cuStreamAttachMemAsync_ptsz");
+  return AttachMem(hStream, dptr, length, flags, true);
 }
