@@ -35,6 +35,9 @@ struct Pool {
   // kept and reserved_high.
   uint64_t kept = 0;
   uint64_t reserved_high = 0;
+  // cuMemPoolSetAccess grants per peer device (g_mu); the pool's own device
+  // always has read-write access.
+  CUmemAccess_flags peer[kMaxDevices] = {};
 };
 
 std::mutex g_mu;
@@ -281,6 +284,9 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolP
       poolProps->location.id >= Node().device_count()) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // IPC-capable pools are not modelled (MEMPOOL_SUPPORTED_HANDLE_TYPES reads
+  // 0): refused as a driver refuses a handle type the device lacks.
+  if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE) return CUDA_ERROR_NOT_SUPPORTED;
   auto* p = new Pool();
   p->device = poolProps->location.id;
   p->props = *poolProps;
@@ -377,8 +383,8 @@ SIM_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* l
   return CUDA_SUCCESS;
 }
 
-// A pool's memory is read-write from its own device; other devices have no
-// access (cuMemPoolSetAccess, which would grant it, is not modelled).
+// A pool's memory is read-write from its own device; other devices have what
+// cuMemPoolSetAccess granted (none by default).
 SIM_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool, CUmemLocation* location) {
   SIM_ENTER("cuMemPoolGetAccess");
   if (flags == nullptr || location == nullptr || location->type != CU_MEM_LOCATION_TYPE_DEVICE) {
@@ -388,6 +394,88 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemor
   std::lock_guard<std::mutex> lock(g_mu);
   Pool* p = LivePool(memPool);
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *flags = p->device == location->id ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  *flags = p->device == location->id ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : p->peer[location->id];
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+// One descriptor of cuMemPoolSetAccess: a device with a peer path to the
+// pool's device (VGPU_SIM_P2P), and NONE or READWRITE (a pool's memory is not
+// mapped read-only). The pool's own device cannot lose its access.
+CUresult CheckAccess(const Pool* p, const CUmemAccessDesc& d) {
+  if (RawEnum(d.location.type) != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidDevice(d.location.id)) return CUDA_ERROR_INVALID_DEVICE;
+  const int f = RawEnum(d.flags);
+  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+  if (d.location.id == p->device) {
+    return f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
+  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && !State()->config.PeerAccess(p->device, d.location.id)) {
+    return CUDA_ERROR_INVALID_DEVICE;  // no peer path, as cuCtxEnablePeerAccess would refuse
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  SIM_ENTER("cuMemPoolSetAccess");
+  if (map == nullptr && count != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  Pool* p = LivePool(pool);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {  // all or nothing
+    if (CUresult r = CheckAccess(p, map[i]); r != CUDA_SUCCESS) return r;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (map[i].location.id != p->device) p->peer[map[i].location.id] = map[i].flags;
+  }
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  SIM_ENTER("cuMemSetMemPool");
+  int dev = 0;
+  if (CUresult r = DevicePoolLocation(location, type, &dev); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  Pool* p = LivePool(pool);
+  if (p == nullptr || p->device != dev) return CUDA_ERROR_INVALID_VALUE;
+  g_current[dev] = p;
+  return CUDA_SUCCESS;
+}
+
+// IPC of pools: no pool is IPC-capable (cuMemPoolCreate refuses handle
+// types), so every pool answers as a CU_MEM_HANDLE_TYPE_NONE pool does on a
+// GPU: CUDA_ERROR_INVALID_VALUE; no handle or export data can name a pool.
+SIM_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags) {
+  SIM_ENTER("cuMemPoolExportToShareableHandle");
+  (void)handleType;
+  (void)pool;
+  (void)flags;
+  (void)handle_out;
+  return CUDA_ERROR_INVALID_VALUE;  // live or not, the pool is not IPC-capable
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle, CUmemAllocationHandleType handleType, unsigned long long flags) {
+  SIM_ENTER("cuMemPoolImportFromShareableHandle");
+  (void)handle;
+  (void)handleType;
+  (void)flags;
+  if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+  SIM_ENTER("cuMemPoolExportPointer");
+  (void)ptr;
+  if (shareData_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_INVALID_VALUE;  // no allocation comes from an IPC-capable pool
+}
+
+SIM_EXPORT CUresult CUDAAPI cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData) {
+  SIM_ENTER("cuMemPoolImportPointer");
+  (void)pool;
+  if (ptr_out == nullptr || shareData == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_INVALID_VALUE;  // only an imported pool could hold it
 }
