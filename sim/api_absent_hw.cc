@@ -6,6 +6,8 @@
 //  - NvSci: Linux x86 drivers ship no NvSciSync.
 //  - dma-buf export: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED reads 0.
 //  - Sparse arrays: CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED reads 0.
+//  - Multi-device cooperative launch: deprecated in CUDA 11.3 and gone from
+//    CUDA 13's cuda.h; COOPERATIVE_MULTI_DEVICE_LAUNCH reads 0.
 #include <cstdint>
 
 #include "sim/api_common.h"
@@ -71,4 +73,15 @@ SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo* mapInfoList, unsi
 SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
   SIM_ENTER("cuMemMapArrayAsync_ptsz");
   return MapArray(mapInfoList, count, hStream, true);
+}
+
+// Declared by cuda.h up to CUDA 12 only; the symbol stays exported.
+extern "C" CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags);
+
+SIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags) {
+  SIM_ENTER("cuLaunchCooperativeKernelMultiDevice");
+  constexpr unsigned kKnown = CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                              CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC;
+  if (launchParamsList == nullptr || numDevices == 0 || (flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -51,6 +51,7 @@ CUresult Batch1D(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t*
   if (dsts == nullptr || srcs == nullptr || sizes == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!AllowedStream(h, ptsz) || !ValidAttrs(attrs, idxs, n_attrs, count)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {  // every operand first: all or nothing
+    if (sizes[i] == 0) continue;  // nothing to copy, as for cuMemcpyAsync
     Endpoint d, s;
     CUresult r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, dsts[i], sizes[i], &d);
     if (r == CUDA_SUCCESS) r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, srcs[i], sizes[i], &s);

@@ -612,6 +612,13 @@ TEST_F(SimAbsentHardwareTest, AnswersAsAGpuWithoutTheFeature) {
   char attrs[64] = {};
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuDeviceGetNvSciSyncAttributes(attrs, dev_, CUDA_NVSCISYNC_ATTR_SIGNAL));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetNvSciSyncAttributes(attrs, dev_, 0));
+  EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH), 0);
+  using MultiLaunch = CUresult(CUDAAPI*)(CUDA_LAUNCH_PARAMS*, unsigned, unsigned);
+  auto multi = reinterpret_cast<MultiLaunch>(dlsym(RTLD_DEFAULT, "cuLaunchCooperativeKernelMultiDevice"));
+  ASSERT_NE(multi, nullptr);
+  CUDA_LAUNCH_PARAMS lp{};
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, multi(&lp, 1, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, multi(nullptr, 1, 0));
   CUarrayMapInfo info{};
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemMapArrayAsync(&info, 1, nullptr));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(nullptr, 1, nullptr));
