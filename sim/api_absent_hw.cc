@@ -37,51 +37,66 @@ CUresult MapArray(const CUarrayMapInfo* infos, unsigned count, CUstream h, bool 
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags, size_t* errorIndex, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync(CUmemDecompressParams* paramsArray,
+                                                      size_t count, unsigned int flags,
+                                                      size_t* errorIndex, CUstream stream) {
   SIM_ENTER("cuMemBatchDecompressAsync");
   return Decompress(paramsArray, count, flags, errorIndex, stream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags, size_t* errorIndex, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams* paramsArray,
+                                                           size_t count, unsigned int flags,
+                                                           size_t* errorIndex, CUstream stream) {
   SIM_ENTER("cuMemBatchDecompressAsync_ptsz");
   return Decompress(paramsArray, count, flags, errorIndex, stream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetNvSciSyncAttributes(void* nvSciSyncAttrList, CUdevice dev, int flags) {
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetNvSciSyncAttributes(void* nvSciSyncAttrList, CUdevice dev,
+                                                           int flags) {
   SIM_ENTER("cuDeviceGetNvSciSyncAttributes");
   if (!ValidDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (nvSciSyncAttrList == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (flags != CUDA_NVSCISYNC_ATTR_SIGNAL && flags != CUDA_NVSCISYNC_ATTR_WAIT) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != CUDA_NVSCISYNC_ATTR_SIGNAL && flags != CUDA_NVSCISYNC_ATTR_WAIT)
+    return CUDA_ERROR_INVALID_VALUE;
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType, unsigned long long flags) {
+SIM_EXPORT CUresult CUDAAPI cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr,
+                                                          size_t size,
+                                                          CUmemRangeHandleType handleType,
+                                                          unsigned long long flags) {
   SIM_ENTER("cuMemGetHandleForAddressRange");
   if (handle == nullptr || dptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (RawEnum(handleType) != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) return CUDA_ERROR_INVALID_VALUE;
-  if ((flags & ~static_cast<unsigned long long>(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)) != 0) {
+  if ((flags & ~static_cast<unsigned long long>(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)) !=
+      0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo* mapInfoList, unsigned int count,
+                                               CUstream hStream) {
   SIM_ENTER("cuMemMapArrayAsync");
   return MapArray(mapInfoList, count, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count,
+                                                    CUstream hStream) {
   SIM_ENTER("cuMemMapArrayAsync_ptsz");
   return MapArray(mapInfoList, count, hStream, true);
 }
 
 // Declared by cuda.h up to CUDA 12 only; the symbol stays exported.
-extern "C" CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags);
+extern "C" CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(
+    CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags);
 
-SIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(
+    CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices, unsigned int flags) {
   SIM_ENTER("cuLaunchCooperativeKernelMultiDevice");
   constexpr unsigned kKnown = CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
                               CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC;
-  if (launchParamsList == nullptr || numDevices == 0 || (flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (launchParamsList == nullptr || numDevices == 0 || (flags & ~kKnown) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
   return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -247,37 +247,45 @@ CUgreenCtx GreenCtxOf(const Context* ctx) {
 
 }  // namespace vgpu::sim
 
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResource* resource, CUdevResourceType type) {
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResource* resource,
+                                                   CUdevResourceType type) {
   SIM_ENTER("cuDeviceGetDevResource");
   if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   return ResourceOf(device, Node().device(device).sm_count, resource, type);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCtxGetDevResource(CUcontext hCtx, CUdevResource* resource, CUdevResourceType type) {
+SIM_EXPORT CUresult CUDAAPI cuCtxGetDevResource(CUcontext hCtx, CUdevResource* resource,
+                                                CUdevResourceType type) {
   SIM_ENTER("cuCtxGetDevResource");
   Context* ctx = hCtx == nullptr ? CurrentContextOrNull() : AsContext(hCtx);
   if (ctx == nullptr || !IsValidContext(AsHandle(ctx))) return CUDA_ERROR_INVALID_CONTEXT;
   return ResourceOf(ctx->device, ContextSms(ctx), resource, type);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource* resource, CUdevResourceType type) {
+SIM_EXPORT CUresult CUDAAPI cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource* resource,
+                                                     CUdevResourceType type) {
   SIM_ENTER("cuGreenCtxGetDevResource");
   Green* g = LiveGreen(hCtx);
   if (g == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   return ResourceOf(g->ctx->device, g->sm_count, resource, type);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDevSmResourceSplitByCount(CUdevResource* result, unsigned int* nbGroups, const CUdevResource* input, CUdevResource* remaining, unsigned int useFlags, unsigned int minCount) {
+SIM_EXPORT CUresult CUDAAPI cuDevSmResourceSplitByCount(
+    CUdevResource* result, unsigned int* nbGroups, const CUdevResource* input,
+    CUdevResource* remaining, unsigned int useFlags, unsigned int minCount) {
   SIM_ENTER("cuDevSmResourceSplitByCount");
   return Split(result, nbGroups, input, remaining, useFlags, minCount);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDevResourceGenerateDesc(CUdevResourceDesc* phDesc, CUdevResource* resources, unsigned int nbResources) {
+SIM_EXPORT CUresult CUDAAPI cuDevResourceGenerateDesc(CUdevResourceDesc* phDesc,
+                                                      CUdevResource* resources,
+                                                      unsigned int nbResources) {
   SIM_ENTER("cuDevResourceGenerateDesc");
   return GenerateDesc(phDesc, resources, nbResources);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc,
+                                             CUdevice dev, unsigned int flags) {
   SIM_ENTER("cuGreenCtxCreate");
   return CreateGreen(phCtx, desc, dev, flags);
 }
@@ -317,7 +325,8 @@ SIM_EXPORT CUresult CUDAAPI cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEvent)
   return GreenEvent(hCtx, hEvent, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigned int flags, int priority) {
+SIM_EXPORT CUresult CUDAAPI cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx,
+                                                   unsigned int flags, int priority) {
   SIM_ENTER("cuGreenCtxStreamCreate");
   return GreenStream(phStream, greenCtx, flags, priority);
 }

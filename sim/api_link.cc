@@ -98,7 +98,8 @@ CUresult Add(CUlinkState h, CUjitInputType type, const void* data, size_t size, 
   const std::string label = name != nullptr ? name : "input";
   const int t = RawEnum(type);
   if (t == CU_JIT_INPUT_OBJECT || t == CU_JIT_INPUT_LIBRARY || t == CU_JIT_INPUT_NVVM) {
-    return Fail(s, CUDA_ERROR_INVALID_IMAGE, label + ": host objects, archives and LTO-IR are not read by the simulator");
+    return Fail(s, CUDA_ERROR_INVALID_IMAGE,
+                label + ": host objects, archives and LTO-IR are not read by the simulator");
   }
   if (t != CU_JIT_INPUT_CUBIN && t != CU_JIT_INPUT_PTX && t != CU_JIT_INPUT_FATBINARY) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -115,8 +116,8 @@ CUresult Add(CUlinkState h, CUjitInputType type, const void* data, size_t size, 
   return CUDA_SUCCESS;
 }
 
-CUresult AddFile(CUlinkState h, CUjitInputType type, const char* path, unsigned n, CUjit_option* options,
-                 void** values) {
+CUresult AddFile(CUlinkState h, CUjitInputType type, const char* path, unsigned n,
+                 CUjit_option* options, void** values) {
   if (Live(h) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::vector<uint8_t> bytes;
@@ -136,21 +137,24 @@ unsigned ParamAlign(uint32_t offset) {
 void WriteKernel(const KernelInfo& k, std::string* ptx) {
   *ptx += ".visible .entry " + k.name + "(";
   for (size_t i = 0; i < k.param_sizes.size(); ++i) {
-    *ptx += (i == 0 ? "\n" : ",\n") + std::string("  .param .align ") + std::to_string(ParamAlign(k.param_offsets[i])) +
-            " .b8 " + k.name + "_param_" + std::to_string(i) + "[" + std::to_string(k.param_sizes[i]) + "]";
+    *ptx += (i == 0 ? "\n" : ",\n") + std::string("  .param .align ") +
+            std::to_string(ParamAlign(k.param_offsets[i])) + " .b8 " + k.name + "_param_" +
+            std::to_string(i) + "[" + std::to_string(k.param_sizes[i]) + "]";
   }
   *ptx += ")\n";
-  if (k.launch_bound_threads != 0) *ptx += ".maxntid " + std::to_string(k.launch_bound_threads) + ", 1, 1\n";
+  if (k.launch_bound_threads != 0)
+    *ptx += ".maxntid " + std::to_string(k.launch_bound_threads) + ", 1, 1\n";
   if (k.required_cluster[0] != 0) {
     *ptx += ".reqnctapercluster " + std::to_string(k.required_cluster[0]) + ", " +
-            std::to_string(k.required_cluster[1]) + ", " + std::to_string(k.required_cluster[2]) + "\n";
+            std::to_string(k.required_cluster[1]) + ", " + std::to_string(k.required_cluster[2]) +
+            "\n";
   }
   *ptx += "{\n  ret;\n}\n";
 }
 
 void WriteGlobal(const GlobalInfo& g, std::string* ptx) {
-  *ptx += std::string(g.is_constant ? ".const" : ".global") + " .align " + std::to_string(g.align) + " .b8 " +
-          g.name + "[" + std::to_string(g.size) + "]";
+  *ptx += std::string(g.is_constant ? ".const" : ".global") + " .align " + std::to_string(g.align) +
+          " .b8 " + g.name + "[" + std::to_string(g.size) + "]";
   if (!g.init.empty()) {
     *ptx += " = {";
     for (uint64_t i = 0; i < g.size; ++i) {
@@ -163,8 +167,8 @@ void WriteGlobal(const GlobalInfo& g, std::string* ptx) {
 
 std::string MergedPtx(const LinkState& s) {
   const int arch = s.target.cc_major * 10 + s.target.cc_minor;
-  std::string ptx = "// linked by the vgpu simulator\n.version 8.0\n.target sm_" + std::to_string(arch) +
-                    "\n.address_size 64\n";
+  std::string ptx = "// linked by the vgpu simulator\n.version 8.0\n.target sm_" +
+                    std::to_string(arch) + "\n.address_size 64\n";
   for (const GlobalInfo& g : s.merged.globals) WriteGlobal(g, &ptx);
   for (const KernelInfo& k : s.merged.kernels) WriteKernel(k, &ptx);
   return ptx;
@@ -203,32 +207,44 @@ CUresult Destroy(CUlinkState h) {
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut) {
+SIM_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_option* options,
+                                            void** optionValues, CUlinkState* stateOut) {
   SIM_ENTER("cuLinkCreate_v2");
   return NoThrow([&] { return Create(numOptions, options, optionValues, stateOut); });
 }
 
-SIM_EXPORT CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut) {
+SIM_EXPORT CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option* options,
+                                         void** optionValues, CUlinkState* stateOut) {
   SIM_ENTER("cuLinkCreate");
   return NoThrow([&] { return Create(numOptions, options, optionValues, stateOut); });
 }
 
-SIM_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name, unsigned int numOptions, CUjit_option* options, void** optionValues) {
+SIM_EXPORT CUresult CUDAAPI cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data,
+                                             size_t size, const char* name, unsigned int numOptions,
+                                             CUjit_option* options, void** optionValues) {
   SIM_ENTER("cuLinkAddData_v2");
-  return NoThrow([&] { return Add(state, type, data, size, name, numOptions, options, optionValues); });
+  return NoThrow(
+      [&] { return Add(state, type, data, size, name, numOptions, options, optionValues); });
 }
 
-SIM_EXPORT CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name, unsigned int numOptions, CUjit_option* options, void** optionValues) {
+SIM_EXPORT CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType type, void* data,
+                                          size_t size, const char* name, unsigned int numOptions,
+                                          CUjit_option* options, void** optionValues) {
   SIM_ENTER("cuLinkAddData");
-  return NoThrow([&] { return Add(state, type, data, size, name, numOptions, options, optionValues); });
+  return NoThrow(
+      [&] { return Add(state, type, data, size, name, numOptions, options, optionValues); });
 }
 
-SIM_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options, void** optionValues) {
+SIM_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType type,
+                                             const char* path, unsigned int numOptions,
+                                             CUjit_option* options, void** optionValues) {
   SIM_ENTER("cuLinkAddFile_v2");
   return NoThrow([&] { return AddFile(state, type, path, numOptions, options, optionValues); });
 }
 
-SIM_EXPORT CUresult CUDAAPI cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options, void** optionValues) {
+SIM_EXPORT CUresult CUDAAPI cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path,
+                                          unsigned int numOptions, CUjit_option* options,
+                                          void** optionValues) {
   SIM_ENTER("cuLinkAddFile");
   return NoThrow([&] { return AddFile(state, type, path, numOptions, options, optionValues); });
 }

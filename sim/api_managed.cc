@@ -401,9 +401,11 @@ CUresult QueueMarker(CUstream h, bool ptsz) {
   return CUDA_SUCCESS;
 }
 
-CUresult PrefetchBatch(const CUdeviceptr* p, const size_t* sizes, size_t count, const CUmemLocation* locs,
-                       const size_t* idxs, size_t n_locs, unsigned long long flags, CUstream h, bool ptsz) {
-  if (flags != 0 || locs == nullptr || !ValidGroups(idxs, n_locs, count)) return CUDA_ERROR_INVALID_VALUE;
+CUresult PrefetchBatch(const CUdeviceptr* p, const size_t* sizes, size_t count,
+                       const CUmemLocation* locs, const size_t* idxs, size_t n_locs,
+                       unsigned long long flags, CUstream h, bool ptsz) {
+  if (flags != 0 || locs == nullptr || !ValidGroups(idxs, n_locs, count))
+    return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = ValidRanges(p, sizes, count); r != CUDA_SUCCESS) return r;
   std::vector<Loc> norm(n_locs);
   for (size_t k = 0; k < n_locs; ++k) {
@@ -421,25 +423,28 @@ CUresult PrefetchBatch(const CUdeviceptr* p, const size_t* sizes, size_t count, 
   return CUDA_SUCCESS;
 }
 
-CUresult DiscardBatch(const CUdeviceptr* p, const size_t* sizes, size_t count, unsigned long long flags,
-                      CUstream h, bool ptsz) {
+CUresult DiscardBatch(const CUdeviceptr* p, const size_t* sizes, size_t count,
+                      unsigned long long flags, CUstream h, bool ptsz) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = ValidRanges(p, sizes, count); r != CUDA_SUCCESS) return r;
   return QueueMarker(h, ptsz);
 }
 
 CUresult AttachMem(CUstream h, CUdeviceptr p, size_t length, unsigned flags, bool ptsz) {
-  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+      flags != CU_MEM_ATTACH_SINGLE) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   AllocInfo info;
-  if (!LookupAllocation(p, &info) || info.kind != AllocKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
+  if (!LookupAllocation(p, &info) || info.kind != AllocKind::kManaged)
+    return CUDA_ERROR_INVALID_VALUE;
   // cuda.h: the whole allocation (length 0 or its size), never a part of it.
   if (length != 0 && (length != info.size || p != info.base)) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptsz, &s); r != CUDA_SUCCESS) return r;
   // "It is illegal to attach singly to the NULL stream" (either default stream).
-  if (flags == CU_MEM_ATTACH_SINGLE && (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)) {
+  if (flags == CU_MEM_ATTACH_SINGLE &&
+      (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Op* op = s->Begin();  // ordered like any stream operation; nothing to change
@@ -450,43 +455,61 @@ CUresult AttachMem(CUstream h, CUdeviceptr p, size_t length, unsigned flags, boo
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                    CUmemLocation* prefetchLocs,
+                                                    size_t* prefetchLocIdxs, size_t numPrefetchLocs,
+                                                    unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemPrefetchBatchAsync");
-  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, false);
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+                       hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(
+    CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+    size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemPrefetchBatchAsync_ptsz");
-  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, true);
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+                       hStream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                   unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemDiscardBatchAsync");
   return DiscardBatch(dptrs, sizes, count, flags, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes,
+                                                        size_t count, unsigned long long flags,
+                                                        CUstream hStream) {
   SIM_ENTER("cuMemDiscardBatchAsync_ptsz");
   return DiscardBatch(dptrs, sizes, count, flags, hStream, true);
 }
 
 // Discarding then prefetching: the prefetch alone, as discarding changes nothing here.
-SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(
+    CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+    size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemDiscardAndPrefetchBatchAsync");
-  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, false);
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+                       hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(
+    CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+    size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemDiscardAndPrefetchBatchAsync_ptsz");
-  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, true);
+  return PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+                       hStream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr,
+                                                   size_t length, unsigned int flags) {
   SIM_ENTER("cuStreamAttachMemAsync");
   return AttachMem(hStream, dptr, length, flags, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
+SIM_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr,
+                                                        size_t length, unsigned int flags) {
   SIM_ENTER("cuStreamAttachMemAsync_ptsz");
   return AttachMem(hStream, dptr, length, flags, true);
 }

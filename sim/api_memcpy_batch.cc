@@ -10,7 +10,7 @@
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
-#undef cuMemcpyBatchAsync    // cuda.h maps the names to the CUDA 13 _v2 forms
+#undef cuMemcpyBatchAsync  // cuda.h maps the names to the CUDA 13 _v2 forms
 #undef cuMemcpy3DBatchAsync
 
 namespace {
@@ -48,10 +48,12 @@ CUresult Batch1D(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t*
                  size_t count, const CUmemcpyAttributes* attrs, const size_t* idxs, size_t n_attrs,
                  size_t* fail, CUstream h, bool ptsz) {
   if (fail != nullptr) *fail = kNoIndex;
-  if (dsts == nullptr || srcs == nullptr || sizes == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!AllowedStream(h, ptsz) || !ValidAttrs(attrs, idxs, n_attrs, count)) return CUDA_ERROR_INVALID_VALUE;
+  if (dsts == nullptr || srcs == nullptr || sizes == nullptr || count == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!AllowedStream(h, ptsz) || !ValidAttrs(attrs, idxs, n_attrs, count))
+    return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {  // every operand first: all or nothing
-    if (sizes[i] == 0) continue;  // nothing to copy, as for cuMemcpyAsync
+    if (sizes[i] == 0) continue;        // nothing to copy, as for cuMemcpyAsync
     Endpoint d, s;
     CUresult r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, dsts[i], sizes[i], &d);
     if (r == CUDA_SUCCESS) r = ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, srcs[i], sizes[i], &s);
@@ -68,7 +70,8 @@ CUresult Batch1D(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t*
     ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, dsts[i], sizes[i], &d);
     ResolveEndpoint(CU_MEMORYTYPE_UNIFIED, srcs[i], sizes[i], &s);
     const Sync sync = SyncFor(attrs[k].srcAccessOrder);
-    if (CUresult r = QueueCopy(h, ptsz, sync, d, sizes[i], s, sizes[i], sizes[i], 1); r != CUDA_SUCCESS) {
+    if (CUresult r = QueueCopy(h, ptsz, sync, d, sizes[i], s, sizes[i], sizes[i], 1);
+        r != CUDA_SUCCESS) {
       if (fail != nullptr) *fail = i;
       return r;
     }
@@ -137,9 +140,11 @@ CUresult ValidOp(const CUDA_MEMCPY3D_BATCH_OP& op, CUDA_MEMCPY3D* c) {
   if (e.width == 0 || e.height == 0 || e.depth == 0 || !ValidOrder(op.srcAccessOrder)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if ((op.flags & ~unsigned{CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((op.flags & ~unsigned{CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE}) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (!ValidOperandType(op.src) || !ValidOperandType(op.dst)) return CUDA_ERROR_INVALID_VALUE;
-  if (!ValidPointerOperand(op.src, e) || !ValidPointerOperand(op.dst, e)) return CUDA_ERROR_INVALID_VALUE;
+  if (!ValidPointerOperand(op.src, e) || !ValidPointerOperand(op.dst, e))
+    return CUDA_ERROR_INVALID_VALUE;
   const size_t elem = CopyElementBytes(op);
   if (elem == 0) return CUDA_ERROR_INVALID_VALUE;
   *c = CUDA_MEMCPY3D{};
@@ -151,10 +156,11 @@ CUresult ValidOp(const CUDA_MEMCPY3D_BATCH_OP& op, CUDA_MEMCPY3D* c) {
   return CUDA_SUCCESS;
 }
 
-CUresult Batch3D(size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned long long flags,
-                 CUstream h, bool ptsz) {
+CUresult Batch3D(size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail,
+                 unsigned long long flags, CUstream h, bool ptsz) {
   if (fail != nullptr) *fail = kNoIndex;
-  if (ops == nullptr || n == 0 || flags != 0 || !AllowedStream(h, ptsz)) return CUDA_ERROR_INVALID_VALUE;
+  if (ops == nullptr || n == 0 || flags != 0 || !AllowedStream(h, ptsz))
+    return CUDA_ERROR_INVALID_VALUE;
   CUDA_MEMCPY3D c{};
   for (size_t i = 0; i < n; ++i) {
     if (CUresult r = ValidOp(ops[i], &c); r != CUDA_SUCCESS) {
@@ -174,42 +180,63 @@ CUresult Batch3D(size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsi
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                  size_t* sizes, size_t count,
+                                                  CUmemcpyAttributes* attrs, size_t* attrsIdxs,
+                                                  size_t numAttrs, CUstream hStream) {
   SIM_ENTER("cuMemcpyBatchAsync_v2");
   return Batch1D(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, nullptr, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                       size_t* sizes, size_t count,
+                                                       CUmemcpyAttributes* attrs, size_t* attrsIdxs,
+                                                       size_t numAttrs, CUstream hStream) {
   SIM_ENTER("cuMemcpyBatchAsync_v2_ptsz");
   return Batch1D(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, nullptr, hStream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                               size_t count, CUmemcpyAttributes* attrs,
+                                               size_t* attrsIdxs, size_t numAttrs, size_t* failIdx,
+                                               CUstream hStream) {
   SIM_ENTER("cuMemcpyBatchAsync");
   return Batch1D(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs,
+                                                    size_t* sizes, size_t count,
+                                                    CUmemcpyAttributes* attrs, size_t* attrsIdxs,
+                                                    size_t numAttrs, size_t* failIdx,
+                                                    CUstream hStream) {
   SIM_ENTER("cuMemcpyBatchAsync_ptsz");
   return Batch1D(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList,
+                                                    unsigned long long flags, CUstream hStream) {
   SIM_ENTER("cuMemcpy3DBatchAsync_v2");
   return Batch3D(numOps, opList, nullptr, flags, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps,
+                                                         CUDA_MEMCPY3D_BATCH_OP* opList,
+                                                         unsigned long long flags,
+                                                         CUstream hStream) {
   SIM_ENTER("cuMemcpy3DBatchAsync_v2_ptsz");
   return Batch3D(numOps, opList, nullptr, flags, hStream, true);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, size_t* failIdx, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList,
+                                                 size_t* failIdx, unsigned long long flags,
+                                                 CUstream hStream) {
   SIM_ENTER("cuMemcpy3DBatchAsync");
   return Batch3D(numOps, opList, failIdx, flags, hStream, false);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList, size_t* failIdx, unsigned long long flags, CUstream hStream) {
+SIM_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* opList,
+                                                      size_t* failIdx, unsigned long long flags,
+                                                      CUstream hStream) {
   SIM_ENTER("cuMemcpy3DBatchAsync_ptsz");
   return Batch3D(numOps, opList, failIdx, flags, hStream, true);
 }

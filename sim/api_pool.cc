@@ -407,7 +407,8 @@ CUresult CheckAccess(const Pool* p, const CUmemAccessDesc& d) {
   if (RawEnum(d.location.type) != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
   if (!ValidDevice(d.location.id)) return CUDA_ERROR_INVALID_DEVICE;
   const int f = RawEnum(d.flags);
-  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+    return CUDA_ERROR_INVALID_VALUE;
   if (d.location.id == p->device) {
     return f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   }
@@ -419,7 +420,8 @@ CUresult CheckAccess(const Pool* p, const CUmemAccessDesc& d) {
 
 }  // namespace
 
-SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
+                                               size_t count) {
   SIM_ENTER("cuMemPoolSetAccess");
   if (map == nullptr && count != 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mu);
@@ -434,7 +436,8 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAcc
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+SIM_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type,
+                                            CUmemoryPool pool) {
   SIM_ENTER("cuMemSetMemPool");
   int dev = 0;
   if (CUresult r = DevicePoolLocation(location, type, &dev); r != CUDA_SUCCESS) return r;
@@ -448,7 +451,9 @@ SIM_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAlloca
 // IPC of pools: no pool is IPC-capable (cuMemPoolCreate refuses handle
 // types), so every pool answers as a CU_MEM_HANDLE_TYPE_NONE pool does on a
 // GPU: CUDA_ERROR_INVALID_VALUE; no handle or export data can name a pool.
-SIM_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags) {
+SIM_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
+                                                             CUmemAllocationHandleType handleType,
+                                                             unsigned long long flags) {
   SIM_ENTER("cuMemPoolExportToShareableHandle");
   (void)handleType;
   (void)pool;
@@ -457,7 +462,9 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void* handle_out, C
   return CUDA_ERROR_INVALID_VALUE;  // live or not, the pool is not IPC-capable
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle, CUmemAllocationHandleType handleType, unsigned long long flags) {
+SIM_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                                               CUmemAllocationHandleType handleType,
+                                                               unsigned long long flags) {
   SIM_ENTER("cuMemPoolImportFromShareableHandle");
   (void)handle;
   (void)handleType;
@@ -466,14 +473,16 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool* poo
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+SIM_EXPORT CUresult CUDAAPI cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out,
+                                                   CUdeviceptr ptr) {
   SIM_ENTER("cuMemPoolExportPointer");
   (void)ptr;
   if (shareData_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_ERROR_INVALID_VALUE;  // no allocation comes from an IPC-capable pool
 }
 
-SIM_EXPORT CUresult CUDAAPI cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData) {
+SIM_EXPORT CUresult CUDAAPI cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                                   CUmemPoolPtrExportData* shareData) {
   SIM_ENTER("cuMemPoolImportPointer");
   (void)pool;
   if (ptr_out == nullptr || shareData == nullptr) return CUDA_ERROR_INVALID_VALUE;

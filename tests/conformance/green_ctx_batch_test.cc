@@ -44,13 +44,15 @@ class GreenCtxTest : public ContextTest {
 
 TEST_F(GreenCtxTest, DeviceResourceIsTheDevicesSms) {
   EXPECT_EQ(device_.type, CU_DEV_RESOURCE_TYPE_SM);
-  EXPECT_EQ(static_cast<int>(device_.sm.smCount), Attr(dev_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+  EXPECT_EQ(static_cast<int>(device_.sm.smCount),
+            Attr(dev_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
   EXPECT_GT(device_.sm.minSmPartitionSize, 0u);
   EXPECT_GT(device_.sm.smCoscheduledAlignment, 0u);
   CUdevResource r{};
   EXPECT_CU(CUDA_ERROR_INVALID_RESOURCE_TYPE,
             cuDeviceGetDevResource(dev_, &r, static_cast<CUdevResourceType>(0)));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetDevResource(dev_, nullptr, CU_DEV_RESOURCE_TYPE_SM));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuDeviceGetDevResource(dev_, nullptr, CU_DEV_RESOURCE_TYPE_SM));
   int count = 0;
   ASSERT_CU_OK(cuDeviceGetCount(&count));
   EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuDeviceGetDevResource(count, &r, CU_DEV_RESOURCE_TYPE_SM));
@@ -115,7 +117,8 @@ TEST_F(GreenCtxTest, SplitRejectsInvalidArguments) {
   }
   CUdevResource bad{};
   unsigned n = 0;
-  EXPECT_CU(CUDA_ERROR_INVALID_RESOURCE_TYPE, cuDevSmResourceSplitByCount(nullptr, &n, &bad, nullptr, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_RESOURCE_TYPE,
+            cuDevSmResourceSplitByCount(nullptr, &n, &bad, nullptr, 0, 0));
 }
 
 TEST_F(GreenCtxTest, GenerateDescChecksItsInputs) {
@@ -164,8 +167,10 @@ TEST_F(GreenCtxTest, CreateNeedsTheDefaultStreamFlag) {
   ASSERT_CU_OK(cuDevResourceGenerateDesc(&desc, &group, 1));
   CUgreenCtx green = nullptr;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGreenCtxCreate(&green, desc, dev_, 0));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGreenCtxCreate(nullptr, desc, dev_, CU_GREEN_CTX_DEFAULT_STREAM));
-  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE, cuGreenCtxCreate(&green, desc, -1, CU_GREEN_CTX_DEFAULT_STREAM));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuGreenCtxCreate(nullptr, desc, dev_, CU_GREEN_CTX_DEFAULT_STREAM));
+  EXPECT_CU(CUDA_ERROR_INVALID_DEVICE,
+            cuGreenCtxCreate(&green, desc, -1, CU_GREEN_CTX_DEFAULT_STREAM));
 }
 
 TEST_F(GreenCtxTest, StreamsNameTheirGreenContext) {
@@ -261,7 +266,9 @@ class BatchCopyTest : public ContextTest {
     if (host_ != nullptr) cuMemFreeHost(host_);
     ContextTest::TearDown();
   }
-  CUdeviceptr H(size_t i) { return reinterpret_cast<CUdeviceptr>(static_cast<uint8_t*>(host_) + i * kBytes); }
+  CUdeviceptr H(size_t i) {
+    return reinterpret_cast<CUdeviceptr>(static_cast<uint8_t*>(host_) + i * kBytes);
+  }
   static CUmemcpyAttributes Order(CUmemcpySrcAccessOrder o) {
     CUmemcpyAttributes a{};
     a.srcAccessOrder = o;
@@ -287,7 +294,8 @@ TEST_F(BatchCopyTest, CopiesEveryPairWithGroupedAttributes) {
   CUdeviceptr dsts2[] = {dev_bufs_[1], dev_bufs_[1] + kBytes / 2};
   CUdeviceptr srcs2[] = {dev_bufs_[0], dev_bufs_[0] + kBytes / 2};
   size_t sizes2[] = {kBytes / 2, kBytes / 2};
-  CUmemcpyAttributes a2[] = {Order(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM), Order(CU_MEMCPY_SRC_ACCESS_ORDER_ANY)};
+  CUmemcpyAttributes a2[] = {Order(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM),
+                             Order(CU_MEMCPY_SRC_ACCESS_ORDER_ANY)};
   size_t idx2[] = {0, 1};
   ASSERT_CU_OK(cuMemcpyBatchAsync(dsts2, srcs2, sizes2, 2, a2, idx2, 2, s_));
   CUdeviceptr dsts3[] = {H(1)};
@@ -325,8 +333,9 @@ TEST_F(BatchCopyTest, RejectsInvalidBatches) {
                                    Order(static_cast<CUmemcpySrcAccessOrder>(c.order))};
     attrs[0].flags = attrs[1].flags = c.flags;
     size_t idxs[2] = {c.idx0, c.idx0 + 1};
-    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpyBatchAsync(dsts, srcs, sizes, c.count, attrs, idxs, c.num_attrs,
-                                                           c.legacy_stream ? CU_STREAM_LEGACY : s_));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+              cuMemcpyBatchAsync(dsts, srcs, sizes, c.count, attrs, idxs, c.num_attrs,
+                                 c.legacy_stream ? CU_STREAM_LEGACY : s_));
   }
 }
 
@@ -362,7 +371,8 @@ TEST_F(BatchCopyTest, Copies3DBetweenPointersAndArrays) {
   ASSERT_CU_OK(cuMemcpy3DBatchAsync(1, &ops[1], 0, s_));
   ASSERT_CU_OK(cuStreamSynchronize(s_));
   for (size_t y = 0; y < 4; ++y) {
-    for (size_t x = 0; x < 16; ++x) ASSERT_EQ(out[y * kW + x], in[(y + 2) * kW + x + 8]) << x << "," << y;
+    for (size_t x = 0; x < 16; ++x)
+      ASSERT_EQ(out[y * kW + x], in[(y + 2) * kW + x + 8]) << x << "," << y;
   }
   EXPECT_EQ(out[16], 0u);  // outside the window
   ops[1].extent = {0, 4, 1};
@@ -375,8 +385,8 @@ TEST_F(BatchCopyTest, Copies3DBetweenPointersAndArrays) {
 }
 
 // The CUDA 12.8 entry point (with failIdx), exported under its own name.
-using Batch128 = CUresult(CUDAAPI*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*,
-                                    size_t, size_t*, CUstream);
+using Batch128 = CUresult(CUDAAPI*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t,
+                                    CUmemcpyAttributes*, size_t*, size_t, size_t*, CUstream);
 
 class SimBatchCopyTest : public BatchCopyTest {};
 
@@ -406,7 +416,8 @@ class ManagedBatchTest : public ContextTest {
   void SetUp() override {
     ContextTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (Attr(dev_, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) == 0) GTEST_SKIP() << "no concurrent managed access";
+    if (Attr(dev_, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) == 0)
+      GTEST_SKIP() << "no concurrent managed access";
     ASSERT_CU_OK(cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING));
     ASSERT_CU_OK(cuMemAllocManaged(&m_, kBytes, CU_MEM_ATTACH_GLOBAL));
   }
@@ -417,7 +428,8 @@ class ManagedBatchTest : public ContextTest {
   }
   int LastPrefetch(CUdeviceptr p, size_t n) {
     int v = -2;
-    EXPECT_CU_OK(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p, n));
+    EXPECT_CU_OK(
+        cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, p, n));
     return v;
   }
   static constexpr size_t kBytes = 1 << 20;
@@ -455,8 +467,10 @@ TEST_F(ManagedBatchTest, BatchesRejectInvalidArguments) {
   loc.id = dev_;
   size_t idx[] = {0};
   size_t bad_idx[] = {1};
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchBatchAsync(p, sizes, 1, &loc, idx, 1, 1, s_));  // flags
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchBatchAsync(p, sizes, 1, &loc, bad_idx, 1, 0, s_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemPrefetchBatchAsync(p, sizes, 1, &loc, idx, 1, 1, s_));  // flags
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemPrefetchBatchAsync(p, sizes, 1, &loc, bad_idx, 1, 0, s_));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchBatchAsync(p, sizes, 0, &loc, idx, 1, 0, s_));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPrefetchBatchAsync(dp, sizes, 1, &loc, idx, 1, 0, s_));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemDiscardBatchAsync(dp, sizes, 1, 0, s_));
@@ -474,7 +488,8 @@ TEST_F(ManagedBatchTest, StreamAttachMemAsync) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s_, m_, 0, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
             cuStreamAttachMemAsync(s_, m_, 0, CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamAttachMemAsync(s_, m_, kBytes / 2, CU_MEM_ATTACH_GLOBAL));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamAttachMemAsync(s_, m_, kBytes / 2, CU_MEM_ATTACH_GLOBAL));
   EXPECT_CU_OK(cuStreamSynchronize(s_));
 }
 
@@ -529,14 +544,15 @@ TEST_F(PoolAccessTest, SetMemPoolMakesThePoolCurrent) {
   ASSERT_CU_OK(cuMemSetMemPool(&loc, CU_MEM_ALLOCATION_TYPE_PINNED, def));
   ASSERT_CU_OK(cuMemGetMemPool(&cur, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
   EXPECT_EQ(cur, def);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemSetMemPool(nullptr, CU_MEM_ALLOCATION_TYPE_PINNED, pool_));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemSetMemPool(nullptr, CU_MEM_ALLOCATION_TYPE_PINNED, pool_));
 }
 
 // cuda.h: only a pool created with a handle type other than NONE is IPC-capable.
 TEST_F(PoolAccessTest, NonIpcPoolDoesNotExport) {
   int fd = -1;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemPoolExportToShareableHandle(&fd, pool_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolExportToShareableHandle(
+                                          &fd, pool_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   CUdeviceptr p = 0;
   ASSERT_CU_OK(cuMemAllocFromPoolAsync(&p, 4096, pool_, nullptr));
   CUmemPoolPtrExportData data{};
@@ -550,7 +566,8 @@ class SimPoolAccessTest : public PoolAccessTest {};
 // The sim: no IPC-capable pools; the own device cannot lose its access.
 TEST_F(SimPoolAccessTest, NoIpcPoolsAndTheOwnDeviceKeepsAccess) {
   SKIP_UNLESS_SIM();
-  EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES), CU_MEM_HANDLE_TYPE_NONE);
+  EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES),
+            CU_MEM_HANDLE_TYPE_NONE);
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -558,7 +575,8 @@ TEST_F(SimPoolAccessTest, NoIpcPoolsAndTheOwnDeviceKeepsAccess) {
   CUmemoryPool ipc = nullptr;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemPoolCreate(&ipc, &props));
   CUmemAccessDesc none = Access(dev_, CU_MEM_ACCESS_FLAGS_PROT_NONE);
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemPoolSetAccess(pool_, &none, 1));  // its own device keeps access
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuMemPoolSetAccess(pool_, &none, 1));  // its own device keeps access
 }
 
 // A peer with a path to the pool's device gets access, and loses it again.
@@ -602,19 +620,22 @@ TEST_F(SimAbsentHardwareTest, AnswersAsAGpuWithoutTheFeature) {
   int fd = -1;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED,
             cuMemGetHandleForAddressRange(&fd, d, 1 << 21, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
-            cuMemGetHandleForAddressRange(nullptr, d, 1 << 21, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+  EXPECT_CU(
+      CUDA_ERROR_INVALID_VALUE,
+      cuMemGetHandleForAddressRange(nullptr, d, 1 << 21, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
   CUmemDecompressParams params{};
   size_t err = 0;
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuMemBatchDecompressAsync(&params, 1, 0, &err, nullptr));
   EXPECT_EQ(err, SIZE_MAX);
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemBatchDecompressAsync(&params, 1, 1, &err, nullptr));
   char attrs[64] = {};
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuDeviceGetNvSciSyncAttributes(attrs, dev_, CUDA_NVSCISYNC_ATTR_SIGNAL));
+  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED,
+            cuDeviceGetNvSciSyncAttributes(attrs, dev_, CUDA_NVSCISYNC_ATTR_SIGNAL));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetNvSciSyncAttributes(attrs, dev_, 0));
   EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH), 0);
   using MultiLaunch = CUresult(CUDAAPI*)(CUDA_LAUNCH_PARAMS*, unsigned, unsigned);
-  auto multi = reinterpret_cast<MultiLaunch>(dlsym(RTLD_DEFAULT, "cuLaunchCooperativeKernelMultiDevice"));
+  auto multi =
+      reinterpret_cast<MultiLaunch>(dlsym(RTLD_DEFAULT, "cuLaunchCooperativeKernelMultiDevice"));
   ASSERT_NE(multi, nullptr);
   CUDA_LAUNCH_PARAMS lp{};
   EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, multi(&lp, 1, 0));

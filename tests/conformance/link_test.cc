@@ -24,8 +24,8 @@ class LinkTest : public KernelTest {
     KernelTest::TearDown();
   }
   void CreateWithLogs() {
-    CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
-                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                           CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     values_[0] = info_;
     values_[1] = reinterpret_cast<void*>(sizeof info_);
     values_[2] = error_;
@@ -69,9 +69,10 @@ TEST_F(LinkTest, LinksTwoPtxInputsIntoOneModule) {
   std::vector<uint8_t> ptx = ReadFile(CONF_PTX_PATH);
   ASSERT_FALSE(ptx.empty());
   ptx.push_back(0);
-  ASSERT_CU_OK(cuLinkAddData(link_, CU_JIT_INPUT_PTX, ptx.data(), ptx.size(), "kernels", 0, nullptr, nullptr));
-  ASSERT_CU_OK(cuLinkAddData(link_, CU_JIT_INPUT_PTX, const_cast<char*>(kNopPtx), sizeof kNopPtx, "nop", 0,
-                             nullptr, nullptr));
+  ASSERT_CU_OK(cuLinkAddData(link_, CU_JIT_INPUT_PTX, ptx.data(), ptx.size(), "kernels", 0, nullptr,
+                             nullptr));
+  ASSERT_CU_OK(cuLinkAddData(link_, CU_JIT_INPUT_PTX, const_cast<char*>(kNopPtx), sizeof kNopPtx,
+                             "nop", 0, nullptr, nullptr));
   ASSERT_NO_FATAL_FAILURE(CompleteAndRun());
   CUfunction nop = nullptr;
   EXPECT_CU_OK(cuModuleGetFunction(&nop, linked_, "link_nop"));
@@ -85,11 +86,12 @@ TEST_F(LinkTest, RejectsInvalidInputs) {
   // Log buffers belong to cuLinkCreate, not to one input (cuda.h).
   CUjit_option opt = CU_JIT_INFO_LOG_BUFFER;
   void* value = info_;
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLinkAddData(link_, CU_JIT_INPUT_PTX, const_cast<char*>(kNopPtx),
-                                                    sizeof kNopPtx, "nop", 1, &opt, &value));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuLinkAddData(link_, CU_JIT_INPUT_PTX, const_cast<char*>(kNopPtx), sizeof kNopPtx,
+                          "nop", 1, &opt, &value));
   const char junk[] = "this is not an image";
-  EXPECT_NE(CUDA_SUCCESS, cuLinkAddData(link_, CU_JIT_INPUT_CUBIN, const_cast<char*>(junk), sizeof junk,
-                                        "junk", 0, nullptr, nullptr));
+  EXPECT_NE(CUDA_SUCCESS, cuLinkAddData(link_, CU_JIT_INPUT_CUBIN, const_cast<char*>(junk),
+                                        sizeof junk, "junk", 0, nullptr, nullptr));
   EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND,
             cuLinkAddFile(link_, CU_JIT_INPUT_PTX, "/nonexistent/k.ptx", 0, nullptr, nullptr));
 }
@@ -114,9 +116,11 @@ TEST_F(SimLinkTest, OutputAndUnreadInputs) {
   ASSERT_CU_OK(cuLinkComplete(link_, &image, &size));
   ASSERT_EQ(size, cubin.size());
   EXPECT_EQ(std::memcmp(image, cubin.data(), size), 0);
-  char obj[] = "\x7f" "ELF host object";
-  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE,
-            cuLinkAddData(link_, CU_JIT_INPUT_OBJECT, obj, sizeof obj, "host.o", 0, nullptr, nullptr));
+  char obj[] =
+      "\x7f"
+      "ELF host object";
+  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE, cuLinkAddData(link_, CU_JIT_INPUT_OBJECT, obj, sizeof obj,
+                                                    "host.o", 0, nullptr, nullptr));
   EXPECT_NE(std::strstr(error_, "host.o"), nullptr) << error_;
   EXPECT_CU_OK(cuLinkDestroy(link_));
   EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLinkDestroy(link_));
