@@ -70,7 +70,12 @@
   X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz)           \
   X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8Async)              \
   X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz)     \
-  X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)
+  X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)                              \
+  /* batches: the CUDA 12.8 forms (with failIdx) and the CUDA 13 _v2 forms */    \
+  X(cuMemcpyBatchAsync) X(cuMemcpyBatchAsync_ptsz) X(cuMemcpyBatchAsync_v2)      \
+  X(cuMemcpyBatchAsync_v2_ptsz) X(cuMemcpy3DBatchAsync)                          \
+  X(cuMemcpy3DBatchAsync_ptsz) X(cuMemcpy3DBatchAsync_v2)                        \
+  X(cuMemcpy3DBatchAsync_v2_ptsz)
 
 // Entry points that name a device but are not translated above. When the
 // process sees a remapped device set they are refused (CUDA_ERROR_NOT_SUPPORTED)
