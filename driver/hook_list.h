@@ -93,7 +93,7 @@
   X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
   X(cuMemPrefetchBatchAsync_ptsz) X(cuMipmappedArrayGetMemoryRequirements)      \
   X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
-  X(cuStreamGetDevice_ptsz)
+  X(cuStreamGetDevice_ptsz) X(cuDeviceGetDevResource) X(cuGreenCtxCreate)
 
 // Entry points of CUDA 3.x and before (32-bit pointers and sizes, the pre-4.0
 // launch API) that would allocate device memory, launch work or report memory

@@ -99,9 +99,6 @@ CUresult WaitContextEvent(Context* ctx, Event* ev) {
   if (target.stream == nullptr) return CUDA_SUCCESS;  // never recorded: nothing to wait for
   for (const StreamDep& d : streams) {
     if (d.stream == target.stream) continue;  // in order already
-    // A destroyed stream stays in the list until its worker drains, then
-    // frees its ring: queueing there would write freed memory.
-    if (!IsLiveStream(d.stream)) continue;
     Op* op = d.stream->Begin();
     op->kind = OpKind::kNop;
     op->dep = target;
