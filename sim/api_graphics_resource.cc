@@ -15,6 +15,8 @@
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
+// clang-format off: gen_proc_table.py reads an entry point's first line whole.
+
 namespace {
 
 CUresult Register(CUgraphicsResource* out, CUresult without_context) {

@@ -219,14 +219,17 @@ TEST_F(SimProcAddress, InvalidArguments) {
 // A real driver exports every entry point; clients that bind them all at
 // start (ctypes) must find the ones the sim lacks, and get NOT_SUPPORTED.
 TEST_F(SimProcAddress, UnimplementedEntryPointsAreExportedStubs) {
-  using IpcGetMemHandle = CUresult (*)(CUipcMemHandle*, CUdeviceptr);
-  auto get = reinterpret_cast<IpcGetMemHandle>(dlsym(lib_, "cuIpcGetMemHandle"));
+  // External memory is one of the few entry points the sim still lacks.
+  using ImportExternalMemory =
+      CUresult (*)(CUexternalMemory*, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC*);
+  auto get = reinterpret_cast<ImportExternalMemory>(dlsym(lib_, "cuImportExternalMemory"));
   ASSERT_NE(get, nullptr) << dlerror();
-  CUipcMemHandle handle{};
-  EXPECT_EQ(get(&handle, 0), CUDA_ERROR_NOT_SUPPORTED);
+  CUexternalMemory mem = nullptr;
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  EXPECT_EQ(get(&mem, &desc), CUDA_ERROR_NOT_SUPPORTED);
   // cuGetProcAddress hands out the same function as dlsym, as a driver does.
   void* fn = nullptr;
-  ASSERT_EQ(v2_("cuIpcGetMemHandle", &fn, 4010, 0, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(v2_("cuImportExternalMemory", &fn, 10000, 0, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(fn, reinterpret_cast<void*>(get));
   for (const ProcEntry& e : kProcTable) EXPECT_NE(dlsym(lib_, e.symbol), nullptr) << e.symbol;
 }
