@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "sim/api_common.h"
 #include "sim/context.h"
@@ -49,6 +50,7 @@ std::mutex g_mu;
 auto* g_descs = new std::unordered_set<Desc*>();
 auto* g_greens = new std::unordered_set<Green*>();
 auto* g_by_ctx = new std::unordered_map<const Context*, Green*>();
+auto* g_retired = new std::vector<Green*>();  // destroyed, kept (see DestroyGreen)
 uint64_t g_next_split = 1;  // guarded by g_mu
 
 Green* AsGreen(CUgreenCtx h) { return reinterpret_cast<Green*>(h); }
@@ -204,7 +206,12 @@ CUresult DestroyGreen(CUgreenCtx h) {
   g->ctx->active.store(false);
   TeardownContext(g->ctx);
   ReleasePrimary(g->ctx->device);
-  return CUDA_SUCCESS;  // g stays allocated: a stale handle must not alias a new one
+  // g stays allocated, and reachable: a stale handle must not alias a new one.
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_retired->push_back(g);
+  }
+  return CUDA_SUCCESS;
 }
 
 // The green context's streams and the primary context's share one device;

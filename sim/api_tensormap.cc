@@ -30,6 +30,11 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
 
+// The map's 16 words. CUtensorMap is declared 128-byte aligned but cuda.h
+// asks callers for 64 bytes only: reach it as words, not through the
+// struct's members (a misaligned member access, for UBSan).
+uint64_t* Words(CUtensorMap* map) { return static_cast<uint64_t*>(static_cast<void*>(map)); }
+
 constexpr uint64_t kMagic = 0x3141544d55504756ull;  // "VGPUTMA1" little-endian
 constexpr int kTiled = 1, kIm2col = 2, kIm2colWide = 3;
 
@@ -157,7 +162,7 @@ CUresult CheckTmaDevice() {
 
 void Encode(CUtensorMap* map, const Common& c, int kind) {
   std::memset(map, 0, sizeof *map);
-  uint64_t* q = map->opaque;
+  uint64_t* q = Words(map);
   q[0] = kMagic;
   q[1] = c.address;
   q[2] = uint64_t(c.type) | uint64_t(c.rank) << 8 | uint64_t(c.interleave) << 16 |
@@ -172,8 +177,8 @@ void Encode(CUtensorMap* map, const Common& c, int kind) {
 
 void EncodeCorners(CUtensorMap* map, const int* lower, const int* upper, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
-    map->opaque[14] |= uint64_t(uint16_t(lower[i])) << (16 * i);
-    map->opaque[15] |= uint64_t(uint16_t(upper[i])) << (16 * i);
+    Words(map)[14] |= uint64_t(uint16_t(lower[i])) << (16 * i);
+    Words(map)[15] |= uint64_t(uint16_t(upper[i])) << (16 * i);
   }
 }
 
@@ -236,9 +241,9 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUten
   Encode(tensorMap, c, kTiled);
   for (uint32_t i = 0; i < c.rank; ++i) {
     if (i < 4) {
-      tensorMap->opaque[12] |= uint64_t(boxDim[i]) << (16 * i);
+      Words(tensorMap)[12] |= uint64_t(boxDim[i]) << (16 * i);
     } else {
-      tensorMap->opaque[13] |= boxDim[i];
+      Words(tensorMap)[13] |= boxDim[i];
     }
   }
   return CUDA_SUCCESS;
@@ -254,7 +259,7 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap* tensorMap, CUte
   }
   if (CUresult r = CheckTmaDevice(); r != CUDA_SUCCESS) return r;
   Encode(tensorMap, c, kIm2col);
-  tensorMap->opaque[13] |= uint64_t(channelsPerPixel) << 36 | uint64_t(pixelsPerColumn) << 48;
+  Words(tensorMap)[13] |= uint64_t(channelsPerPixel) << 36 | uint64_t(pixelsPerColumn) << 48;
   EncodeCorners(tensorMap, pixelBoxLowerCorner, pixelBoxUpperCorner, c.rank - 2);
   return CUDA_SUCCESS;
 }
@@ -281,8 +286,8 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, 
   if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (CurrentCapability() < 100) return CUDA_ERROR_NOT_SUPPORTED;  // cuda.h: 10.0 or higher
   Encode(tensorMap, c, kIm2colWide);
-  tensorMap->opaque[2] |= uint64_t(m) << 56;
-  tensorMap->opaque[13] |= uint64_t(channelsPerPixel) << 36 | uint64_t(pixelsPerColumn) << 48;
+  Words(tensorMap)[2] |= uint64_t(m) << 56;
+  Words(tensorMap)[13] |= uint64_t(channelsPerPixel) << 36 | uint64_t(pixelsPerColumn) << 48;
   EncodeCorners(tensorMap, &lo, &hi, 1);
   return CUDA_SUCCESS;
 }
@@ -292,14 +297,14 @@ SIM_EXPORT CUresult CUDAAPI cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, 
 SIM_EXPORT CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap* tensorMap, void* globalAddress) {
   SIM_ENTER("cuTensorMapReplaceAddress");
   if (tensorMap == nullptr || reinterpret_cast<uintptr_t>(tensorMap) % 64 != 0 ||
-      tensorMap->opaque[0] != kMagic) {
+      Words(tensorMap)[0] != kMagic) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const uint64_t fields = tensorMap->opaque[2];
+  const uint64_t fields = Words(tensorMap)[2];
   const int type = static_cast<int>(fields & 0xff);
   const int interleave = static_cast<int>(fields >> 16 & 0xff);
   const auto address = reinterpret_cast<uintptr_t>(globalAddress);
   if (!AddressAligned(type, interleave, address)) return CUDA_ERROR_INVALID_VALUE;
-  tensorMap->opaque[1] = address;
+  Words(tensorMap)[1] = address;
   return CUDA_SUCCESS;
 }
