@@ -58,28 +58,18 @@ const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
   return l.entry != nullptr ? l.entry->symbol : nullptr;
 }
 
-CUresult CUDAAPI RefuseRemapped() { return CUDA_ERROR_NOT_SUPPORTED; }
+// What a refused entry point answers, whatever its arguments.
+CUresult CUDAAPI Refuse() { return CUDA_ERROR_NOT_SUPPORTED; }
 
-bool LegacyRefused(const char* symbol) {
-  static const char* const kRefused[] = {
 #define VGPU_NAME(sym) #sym,
-      VGPU_CU_LEGACY_REFUSED(VGPU_NAME)
+constexpr const char* kLegacyRefused[] = {VGPU_CU_LEGACY_REFUSED(VGPU_NAME)};
+constexpr const char* kRefusedWhenRemapped[] = {VGPU_CU_DEVICE_REFUSED(VGPU_NAME)};
 #undef VGPU_NAME
-  };
-  for (const char* r : kRefused) {
-    if (std::strcmp(r, symbol) == 0) return true;
-  }
-  return false;
-}
 
-bool RefusedWhenRemapped(const char* symbol) {
-  static const char* const kRefused[] = {
-#define VGPU_NAME(sym) #sym,
-      VGPU_CU_DEVICE_REFUSED(VGPU_NAME)
-#undef VGPU_NAME
-  };
-  for (const char* r : kRefused) {
-    if (std::strcmp(r, symbol) == 0) return true;
+template <size_t N>
+bool Listed(const char* const (&names)[N], const char* symbol) {
+  for (const char* n : names) {
+    if (std::strcmp(n, symbol) == 0) return true;
   }
   return false;
 }
@@ -87,10 +77,10 @@ bool RefusedWhenRemapped(const char* symbol) {
 // The replacement for a real entry point, or nullptr to keep it.
 void* Replacement(const char* symbol) {
   if (void* hook = HookFor(symbol); hook != nullptr) return hook;
-  if (LegacyRefused(symbol)) return reinterpret_cast<void*>(&RefuseRemapped);
+  if (Listed(kLegacyRefused, symbol)) return reinterpret_cast<void*>(&Refuse);
   Runtime& rt = Runtime::Get();
   bool remapped = !rt.config().visible_devices.empty() || rt.config().visible_devices_set;
-  if (remapped && RefusedWhenRemapped(symbol)) return reinterpret_cast<void*>(&RefuseRemapped);
+  if (remapped && Listed(kRefusedWhenRemapped, symbol)) return reinterpret_cast<void*>(&Refuse);
   return nullptr;
 }
 

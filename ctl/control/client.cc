@@ -329,8 +329,15 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
   std::string path;
   Status st = SocketPath(dir, pid, &path);
   if (!st.ok()) return st;
+  uid_t uid = 0;
+  if (pid <= 0 || ProcessIsDead(pid) || !ExpectedAgentUid(pid, &uid)) {
+    // Stale, if it exists; only where we would trust a socket.
+    if (pid > 0 && CheckDir(dir, geteuid()).ok()) unlink(path.c_str());
+    return Status::Error(ErrorCode::kNoEnt, "no such process: " + std::to_string(pid));
+  }
   // Not ours by name: perhaps a container's agent (checked below, like any
-  // socket, by its peer's pid and uid, and its directory by CheckDir).
+  // socket, by its peer's pid and uid, and its directory by CheckDir). Only
+  // for a live process: the search connects to every container's agents.
   if (access(path.c_str(), F_OK) != 0) {
     std::vector<AgentEntry> in_containers;
     ListAllContainerAgents(dir, &in_containers, nullptr);
@@ -338,13 +345,8 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
       if (a.pid != pid) continue;
       path = a.socket_path;
       dir = path.substr(0, path.rfind('/'));
+      break;
     }
-  }
-  uid_t uid = 0;
-  if (pid <= 0 || ProcessIsDead(pid) || !ExpectedAgentUid(pid, &uid)) {
-    // Stale, if it exists; only where we would trust a socket.
-    if (pid > 0 && CheckDir(dir, geteuid()).ok()) unlink(path.c_str());
-    return Status::Error(ErrorCode::kNoEnt, "no such process: " + std::to_string(pid));
   }
   st = CheckDir(dir, uid);
   int raw = -1;

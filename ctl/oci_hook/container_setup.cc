@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string_view>
 
@@ -25,8 +28,33 @@ Status Errno(const std::string& what, int err) {
   return Status::Error(ErrorCode::kIo, what + ": " + std::strerror(err));
 }
 
+// Longest the loader-cache rebuild may take: the image is untrusted (a FIFO
+// where a library should be would block ldconfig), and the runtime waits for
+// the hook before the container starts.
+constexpr int kLdconfigTimeoutMs = 30000;
+
+// Collects the child's stderr until it closes or the deadline passes; false
+// on the deadline.
+bool ReadUntilClosed(int fd, std::string* err) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kLdconfigTimeoutMs);
+  char buf[512];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) == 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return true;
+    if (err->size() < 4096) err->append(buf, static_cast<size_t>(n));
+  }
+}
+
 // Runs the host's ldconfig (static, so it needs nothing of the image) chrooted
-// into the rootfs. Its stderr becomes the message when it fails.
+// into the rootfs, killed past kLdconfigTimeoutMs. Its stderr becomes the
+// message when it fails.
 Status RunLdconfig(const std::string& rootfs) {
   const char* bin = access("/sbin/ldconfig", X_OK) == 0 ? "/sbin/ldconfig" : "/usr/sbin/ldconfig";
   int pipe_fds[2];
@@ -39,18 +67,20 @@ Status RunLdconfig(const std::string& rootfs) {
     execl(bin, "ldconfig", "-r", rootfs.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  const int fork_errno = errno;
   close(pipe_fds[1]);
+  Fd err_pipe(pipe_fds[0]);
+  if (pid < 0) return Errno("fork", fork_errno);
   std::string err;
-  char buf[512];
-  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (err.size() < 4096) err.append(buf, static_cast<size_t>(n));
-  }
-  close(pipe_fds[0]);
-  if (pid < 0) return Errno("fork", errno);
+  const bool finished = ReadUntilClosed(err_pipe.get(), &err);
+  if (!finished) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!finished) {
+    return Status::Error(ErrorCode::kTimedOut, std::string(bin) + " -r <rootfs> took longer than " +
+                                                   std::to_string(kLdconfigTimeoutMs / 1000) +
+                                                   " s: killed");
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
   return Status::Error(ErrorCode::kIo,
