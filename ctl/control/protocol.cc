@@ -53,8 +53,10 @@ Status GetInteger(const json& args, const char* key, int64_t min, uint64_t max,
   if (!Has(args, key)) return Status::Ok();
   const json& v = args.at(key);
   if (v.is_number_unsigned()) {
+    // nlohmann reads every non-negative literal as unsigned, so the lower
+    // bound is checked here too (a share of 0 would never run a kernel).
     uint64_t u = v.get<uint64_t>();
-    if (u > max) return Invalid(key, "out of range");
+    if ((min > 0 && u < static_cast<uint64_t>(min)) || u > max) return Invalid(key, "out of range");
     *out = static_cast<T>(u);
     return Status::Ok();
   }

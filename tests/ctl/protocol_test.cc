@@ -104,6 +104,11 @@ TEST(Protocol, SetArgsWeightAndPriority) {
   EXPECT_EQ(message({{"priority", 1}}), "invalid argument 'priority': expected a string");
   EXPECT_EQ(message({{"weight", 0}}), "invalid argument 'weight': out of range");
   EXPECT_EQ(message({{"weight", 1001}}), "invalid argument 'weight': out of range");
+  // As read from the wire, where nlohmann makes every non-negative literal
+  // unsigned (a 0 built in C++ is signed): the lower bound holds for both.
+  EXPECT_EQ(message(json::parse(R"({"weight":0})")), "invalid argument 'weight': out of range");
+  EXPECT_EQ(message(json::parse(R"({"compute_share":0})")),
+            "invalid argument 'compute_share': out of range");
   EXPECT_EQ(message({{"weight", "2"}}), "invalid argument 'weight': expected an integer");
   EXPECT_EQ(message({{"weight", 2.5}}), "invalid argument 'weight': expected an integer");
   EXPECT_EQ(message({{"device", 0}}),
