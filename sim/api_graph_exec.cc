@@ -142,7 +142,7 @@ CUresult CheckUpdate(const GraphExec& e, const GraphExec& now, CUgraphExecUpdate
     if (x.child != nullptr && !SameShape(*x.child, *e.nodes[i].child)) {
       return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node);
     }
-    if (!ParamsUpdatable(x.type, e.nodes[i].op, x.op)) {
+    if (!ParamsUpdatable(x.type, e.nodes[i].op, x.op) || !BatchUpdatable(e.nodes[i], x)) {
       return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, x.node);
     }
   }
@@ -170,6 +170,7 @@ CUresult ExecUpdate(CUgraphExec hExec, CUgraph hGraph, CUgraphExecUpdateResultIn
   }
   for (size_t i = 0; i < now.nodes.size(); ++i) {
     CopyOp(now.nodes[i].op, &e->nodes[i].op);
+    CopyOps(now.nodes[i].batch, &e->nodes[i].batch);
     e->nodes[i].child = now.nodes[i].child;
   }
   // The new graph's user objects replace the old graph's.

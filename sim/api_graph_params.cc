@@ -38,6 +38,11 @@ CUDA_MEMSET_NODE_PARAMS MemsetOf(const CUDA_MEMSET_NODE_PARAMS_v2& m) {
 }
 
 CUDA_HOST_NODE_PARAMS HostOf(const CUDA_HOST_NODE_PARAMS_v2& h) { return {h.fn, h.userData}; }
+// The two batch parameter structs have the same fields.
+const CUDA_BATCH_MEM_OP_NODE_PARAMS* BatchOf(const CUDA_BATCH_MEM_OP_NODE_PARAMS_v2& m) {
+  static_assert(sizeof(CUDA_BATCH_MEM_OP_NODE_PARAMS) == sizeof(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2));
+  return reinterpret_cast<const CUDA_BATCH_MEM_OP_NODE_PARAMS*>(&m);
+}
 
 // What the reserved fields must hold, and the node types the sim has no
 // model for.
@@ -55,12 +60,12 @@ CUresult CheckParams(const CUgraphNodeParams* p) {
     case CU_GRAPH_NODE_TYPE_EMPTY:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
       break;
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return CUDA_ERROR_NOT_SUPPORTED;
     default:
@@ -106,6 +111,8 @@ CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CU
       return AddEventNode(out, hg, deps, n, p->type, p->eventWait.event);
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
       return AddEventNode(out, hg, deps, n, p->type, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return AddBatchMemOpNode(out, hg, deps, n, BatchOf(p->memOp));
     default:
       return AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
   }
@@ -127,6 +134,8 @@ CUresult SetNode(GraphNode* node, CUgraphNodeParams* p) {
       return SetEventNode(node, p->type, p->eventWait.event);
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
       return SetEventNode(node, p->type, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return SetBatchMemOpNode(node, BatchOf(p->memOp));
     case CU_GRAPH_NODE_TYPE_EMPTY:
       return CUDA_SUCCESS;
     // A child graph node's graph is edited through cuGraphChildGraphNodeGetGraph.
@@ -154,6 +163,8 @@ CUresult ExecSetNode(CUgraphExec h, CUgraphNode node, CUgraphNodeParams* p) {
       break;
     case CU_GRAPH_NODE_TYPE_GRAPH:
       return ExecSetChild(h, node, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return ExecSetBatchMemOpNode(h, node, BatchOf(p->memOp));
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
       op.event = reinterpret_cast<Event*>(p->eventWait.event);
       break;

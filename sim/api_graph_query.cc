@@ -308,6 +308,13 @@ SIM_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode,
   GraphNode* node = NodeOf(hNode);
   if (node == nullptr || p == nullptr || node->type != CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
     return CUDA_ERROR_INVALID_VALUE;
+  if (!node->batch_params.empty()) {  // an explicit node: as it was given
+    p->ctx = node->batch_ctx;
+    p->count = static_cast<unsigned>(node->batch_params.size());
+    p->paramArray = node->batch_params.data();
+    p->flags = 0;
+    return CUDA_SUCCESS;
+  }
   // A captured cuStreamWaitValue*/cuStreamWriteValue*: one operation.
   const Op& op = node->op;
   CUstreamBatchMemOpParams& m = node->mem_op;

@@ -14,6 +14,7 @@
 #include "sim/api_common.h"
 #include "sim/context.h"
 #include "sim/device_memory.h"
+#include "sim/graph_api.h"
 #include "sim/stream.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -71,13 +72,16 @@ CUresult PrepareWrite(CUdeviceptr addr, uint64_t value, unsigned flags, unsigned
   return CUDA_SUCCESS;
 }
 
-void Enqueue(Stream* s, const MemOp& m) {
-  Op* op = s->Begin();
+void Fill(const MemOp& m, Op* op) {
   op->kind = m.kind;
   op->dst = m.word;
   op->elem = m.size;
   op->value64 = m.value;
   op->mem_flags = m.flags;
+}
+
+void Enqueue(Stream* s, const MemOp& m) {
+  Fill(m, s->Begin());
   s->Commit();
 }
 
@@ -99,28 +103,27 @@ CUresult WriteValue(CUstream h, CUdeviceptr addr, uint64_t value, unsigned flags
   return Single(h, ptsz, PrepareWrite(addr, value, flags, size, &m), m);
 }
 
-CUresult Batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams* params, unsigned flags,
-               bool ptsz, Api api) {
+// Validates a whole batch (nothing is queued unless every operation is valid).
+CUresult PrepareBatch(unsigned count, const CUstreamBatchMemOpParams* params, unsigned flags,
+                      Api api, std::vector<MemOp>* ops) {
   if (flags != 0 || count >= 256 || (count > 0 && params == nullptr)) return CUDA_ERROR_INVALID_VALUE;
-  Stream* s = nullptr;
-  if (CUresult r = ResolveStream(h, ptsz, &s); r != CUDA_SUCCESS) return r;
-  // Everything is validated before anything is queued.
-  std::vector<MemOp> ops(count);
+  ops->assign(count, MemOp{});
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = params[i];
+    MemOp& m = (*ops)[i];
     CUresult r = CUDA_SUCCESS;
     switch (RawEnum(p.operation)) {
       case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-        r = PrepareWait(p.waitValue.address, p.waitValue.value, p.waitValue.flags, 4, &ops[i]);
+        r = PrepareWait(p.waitValue.address, p.waitValue.value, p.waitValue.flags, 4, &m);
         break;
       case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-        r = PrepareWait(p.waitValue.address, p.waitValue.value64, p.waitValue.flags, 8, &ops[i]);
+        r = PrepareWait(p.waitValue.address, p.waitValue.value64, p.waitValue.flags, 8, &m);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-        r = PrepareWrite(p.writeValue.address, p.writeValue.value, p.writeValue.flags, 4, &ops[i]);
+        r = PrepareWrite(p.writeValue.address, p.writeValue.value, p.writeValue.flags, 4, &m);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-        r = PrepareWrite(p.writeValue.address, p.writeValue.value64, p.writeValue.flags, 8, &ops[i]);
+        r = PrepareWrite(p.writeValue.address, p.writeValue.value64, p.writeValue.flags, 8, &m);
         break;
       case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
         if (p.flushRemoteWrites.flags != 0) r = CUDA_ERROR_INVALID_VALUE;
@@ -136,6 +139,15 @@ CUresult Batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams* param
     }
     if (r != CUDA_SUCCESS) return r;
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult Batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams* params, unsigned flags,
+               bool ptsz, Api api) {
+  std::vector<MemOp> ops;
+  if (CUresult r = PrepareBatch(count, params, flags, api, &ops); r != CUDA_SUCCESS) return r;
+  Stream* s = nullptr;
+  if (CUresult r = ResolveStream(h, ptsz, &s); r != CUDA_SUCCESS) return r;
   // Barriers and flushes order nothing more than the stream already does.
   for (const MemOp& m : ops) {
     if (m.kind != OpKind::kNop) Enqueue(s, m);
@@ -255,6 +267,23 @@ CUresult GetDevice(CUstream h, CUdevice* device, bool ptsz) {
 }
 
 }  // namespace
+
+namespace vgpu::sim {
+
+CUresult MakeBatchOps(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, std::vector<Op>* ops) {
+  std::vector<MemOp> prepared;
+  // A node's operations follow the _v2 API (barriers allowed).
+  if (CUresult r = PrepareBatch(p.count, p.paramArray, p.flags, Api::kV2, &prepared);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  ops->clear();
+  ops->resize(prepared.size());
+  for (size_t i = 0; i < prepared.size(); ++i) Fill(prepared[i], &(*ops)[i]);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace vgpu::sim
 
 // ---- stream memory operations: v2 (CUDA 11.7+), per-thread and v1 names ----
 

@@ -108,6 +108,9 @@ Graph* CloneGraph(Graph* src) {
     c->kern = n->kern;
     c->kern_ctx = n->kern_ctx;
     c->attrs = n->attrs;
+    CopyOps(n->batch, &c->batch);
+    c->batch_params = n->batch_params;
+    c->batch_ctx = n->batch_ctx;
     if (n->child != nullptr) {
       c->child = CloneGraph(n->child);
       c->child->parent = c.get();
@@ -121,6 +124,12 @@ Graph* CloneGraph(Graph* src) {
   g->user_refs = src->user_refs;
   for (const auto& [o, n] : g->user_refs) UserObjectRetain(o, n);
   return g;
+}
+
+void CopyOps(const std::vector<Op>& from, std::vector<Op>* to) {
+  to->clear();
+  to->resize(from.size());
+  for (size_t i = 0; i < from.size(); ++i) CopyOp(from[i], &(*to)[i]);
 }
 
 CUgraphNodeType NodeTypeOf(OpKind k) {
@@ -224,6 +233,7 @@ CUresult BuildNodes(Graph* g, GraphExec* e, const GraphNode** bad) {
     x.node = n;
     x.type = n->type;
     CopyOp(n->op, &x.op);
+    CopyOps(n->batch, &x.batch);
     for (const GraphNode* d : n->deps) x.deps.push_back(index.at(d));
     if (n->child != nullptr) {
       x.child = std::make_shared<GraphExec>();
@@ -316,6 +326,10 @@ void EnqueueExec(GraphExec* e, Stream* s) {
         break;
       case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         EnqueueWait(n.op.event, s);
+        break;
+      case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        if (n.batch.empty()) EnqueueOp(n.op, s);  // captured: one operation
+        for (const Op& op : n.batch) EnqueueOp(op, s);
         break;
       default:
         EnqueueOp(n.op, s);

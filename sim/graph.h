@@ -55,6 +55,11 @@ struct GraphNode {
   Graph* child = nullptr;  // CU_GRAPH_NODE_TYPE_GRAPH: the graph the node owns
   // cuGraphKernelNodeSetAttribute's values (stored; an unset one reads as zero).
   std::map<int, CUkernelNodeAttrValue> attrs;
+  // An explicit batch memory operation node: its operations, run in order
+  // (barriers and flushes as no-ops), and the parameters it was given.
+  std::vector<Op> batch;
+  std::vector<CUstreamBatchMemOpParams> batch_params;
+  CUcontext batch_ctx = nullptr;
 };
 
 struct Graph {
@@ -80,6 +85,7 @@ struct ExecNode {
   Op op;
   std::shared_ptr<GraphExec> child;  // CU_GRAPH_NODE_TYPE_GRAPH
   bool enabled = true;
+  std::vector<Op> batch;  // an explicit batch memory operation node's operations
 };
 
 struct GraphExec {
@@ -108,6 +114,8 @@ GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n
 GraphNode* GraphAddTypedNode(Graph* g, CUgraphNodeType type, const Op& op, GraphNode* const* deps,
                              size_t n);
 CUgraphNodeType NodeTypeOf(OpKind k);
+// Deep copies of a batch node's operations.
+void CopyOps(const std::vector<Op>& from, std::vector<Op>* to);
 
 // Builds e's nodes from g (locked by the caller is not required): copies of
 // the ops, child graphs instantiated recursively, a topological order.

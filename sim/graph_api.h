@@ -3,6 +3,8 @@
 
 #include <cuda.h>
 
+#include <vector>
+
 #include "sim/graph.h"
 
 namespace vgpu::sim {
@@ -21,6 +23,8 @@ CUDA_KERNEL_NODE_PARAMS FromV1(const CUDA_KERNEL_NODE_PARAMS_v1& p);
 CUresult MakeCopyOp(const CUDA_MEMCPY3D& p, Op* op);
 CUresult MakeSetOp(const CUDA_MEMSET_NODE_PARAMS& p, Op* op);
 CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op);
+// A batch memory operation node's operations (api_streamops.cc).
+CUresult MakeBatchOps(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, std::vector<Op>* ops);
 
 // Adds a node of the given type after checking the graph and dependencies.
 CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
@@ -47,5 +51,14 @@ CUresult SetEventNode(GraphNode* node, CUgraphNodeType type, CUevent ev);
 // Replaces what an executable graph's node does at its next launch.
 CUresult ExecSetOp(CUgraphExec h, CUgraphNode node, CUgraphNodeType type, const Op& op);
 CUresult ExecSetChild(CUgraphExec h, CUgraphNode node, CUgraph child);
+
+// Batch memory operation nodes (api_graph_memops.cc).
+CUresult AddBatchMemOpNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                           const CUDA_BATCH_MEM_OP_NODE_PARAMS* p);
+CUresult SetBatchMemOpNode(GraphNode* node, const CUDA_BATCH_MEM_OP_NODE_PARAMS* p);
+CUresult ExecSetBatchMemOpNode(CUgraphExec h, CUgraphNode node,
+                               const CUDA_BATCH_MEM_OP_NODE_PARAMS* p);
+// Whether cuGraphExecUpdate may give `was` the operations of `now`.
+bool BatchUpdatable(const ExecNode& was, const ExecNode& now);
 
 }  // namespace vgpu::sim
