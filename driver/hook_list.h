@@ -35,6 +35,7 @@
   X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)       \
   X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)         \
   X(cuMemGetInfo_v2) X(cuMemPoolCreate) X(cuMemGetAllocationGranularity)         \
+  X(cuGraphAddNode) X(cuGraphAddNode_v2)                                         \
   X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetAllocationPropertiesFromHandle)  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes)                             \
   /* launches: governed by the compute share, inside the quiesce gate */          \
@@ -105,6 +106,15 @@
   X(cuMemAlloc) X(cuMemAllocPitch) X(cuArrayCreate) X(cuArray3DCreate)           \
   X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuMemGetInfo)               \
   X(cuDeviceTotalMem)
+
+// Entry points that would take device memory outside libvgpu's accounting
+// on a current driver: explicit graph memory allocation nodes (their memory
+// is allocated by each launch, from the driver's graph pool, and freed by free
+// nodes libvgpu does not see). Always refused with CUDA_ERROR_NOT_SUPPORTED,
+// like the legacy names above; the generic cuGraphAddNode(_v2) hooks refuse
+// CU_GRAPH_NODE_TYPE_MEM_ALLOC. Allocations captured from cuMemAllocAsync
+// are charged at capture (intercept/hooks_memory.cc).
+#define VGPU_CU_UNACCOUNTED_REFUSED(X) X(cuGraphAddMemAllocNode)
 
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \

@@ -85,6 +85,8 @@ enum : unsigned {
   P(cuMemGetMemPool, kDeviceMap, "query")                                                       \
   P(cuMemSetMemPool, kDeviceMap, "selects a pool; allocates nothing")                           \
   P(cuMemGetAllocationGranularity, kDeviceMap, "query")                                         \
+  P(cuGraphAddNode, kUngated, "builds a graph; memory allocation nodes are refused")          \
+  P(cuGraphAddNode_v2, kUngated, "builds a graph; memory allocation nodes are refused")       \
   P(cuMemPoolCreate, kDeviceMap, "a pool reserves nothing until an allocation (gated)")         \
   P(cuMemSetAccess, kDeviceMap, "mapping rights; VMM memory of the application is refused")     \
   P(cuMemGetAccess, kDeviceMap, "query")                                                        \

@@ -62,7 +62,8 @@ const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
 CUresult CUDAAPI Refuse() { return CUDA_ERROR_NOT_SUPPORTED; }
 
 #define VGPU_NAME(sym) #sym,
-constexpr const char* kLegacyRefused[] = {VGPU_CU_LEGACY_REFUSED(VGPU_NAME)};
+constexpr const char* kAlwaysRefused[] = {VGPU_CU_LEGACY_REFUSED(VGPU_NAME)
+                                              VGPU_CU_UNACCOUNTED_REFUSED(VGPU_NAME)};
 constexpr const char* kRefusedWhenRemapped[] = {VGPU_CU_DEVICE_REFUSED(VGPU_NAME)};
 #undef VGPU_NAME
 
@@ -77,7 +78,7 @@ bool Listed(const char* const (&names)[N], const char* symbol) {
 // The replacement for a real entry point, or nullptr to keep it.
 void* Replacement(const char* symbol) {
   if (void* hook = HookFor(symbol); hook != nullptr) return hook;
-  if (Listed(kLegacyRefused, symbol)) return reinterpret_cast<void*>(&Refuse);
+  if (Listed(kAlwaysRefused, symbol)) return reinterpret_cast<void*>(&Refuse);
   Runtime& rt = Runtime::Get();
   bool remapped = !rt.config().visible_devices.empty() || rt.config().visible_devices_set;
   if (remapped && Listed(kRefusedWhenRemapped, symbol)) return reinterpret_cast<void*>(&Refuse);
@@ -163,11 +164,12 @@ extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefin
   return replacement != nullptr ? replacement : real;
 }
 
-// The legacy entry points' exported names, for programs linked against them:
+// The always-refused entry points' exported names, for programs linked against them:
 // the same refusal. Their arguments are never read, so one signature serves.
 #define VGPU_LEGACY_EXPORT(sym)                       \
   extern "C" __attribute__((visibility("default")))   \
   CUresult CUDAAPI vgpu_legacy_##sym() __asm__(#sym); \
   extern "C" CUresult CUDAAPI vgpu_legacy_##sym() { return CUDA_ERROR_NOT_SUPPORTED; }
 VGPU_CU_LEGACY_REFUSED(VGPU_LEGACY_EXPORT)
+VGPU_CU_UNACCOUNTED_REFUSED(VGPU_LEGACY_EXPORT)
 #undef VGPU_LEGACY_EXPORT

@@ -554,3 +554,26 @@ VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRan
     return REAL_CALL(cuMemGetAddressRange_v2, pbase, psize, dptr);
   });
 }
+
+// The generic node API could add a memory allocation node, which
+// cuGraphAddMemAllocNode (refused, driver/hook_list.h) cannot: the same
+// refusal. Every other node type is the driver's.
+namespace {
+bool AllocationNode(const CUgraphNodeParams* p) {
+  return p != nullptr && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+}
+}  // namespace
+
+VGPU_HOOK(cuGraphAddNode) CUresult CUDAAPI vgpu_hook_cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUgraphNodeParams* nodeParams) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    if (AllocationNode(nodeParams)) return CUDA_ERROR_NOT_SUPPORTED;
+    return REAL_CALL(cuGraphAddNode, phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+  });
+}
+
+VGPU_HOOK(cuGraphAddNode_v2) CUresult CUDAAPI vgpu_hook_cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams) {
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    if (AllocationNode(nodeParams)) return CUDA_ERROR_NOT_SUPPORTED;
+    return REAL_CALL(cuGraphAddNode_v2, phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+  });
+}

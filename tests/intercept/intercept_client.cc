@@ -65,6 +65,11 @@
 //   watch:MS:DEV         samples the node's usage of DEV through NVML for MS ms or until
 //                        stdin has a line or EOF:
 //                        watch.max= watch.samples=
+//   legacy               the CUDA 3.x names libvgpu refuses: legacy.same.<sym>= legacy.meminfo=
+//   graphmem             graph memory allocation nodes: graphmem.alloc= (cuGraphAddMemAllocNode
+//                        rc), graphmem.alloc_lib= / graphmem.add_lib= (the library that
+//                        defines the function dlsym gives), graphmem.generic= (cuGraphAddNode_v2
+//                        of a MEM_ALLOC node), graphmem.empty= (of an EMPTY node)
 //   exit:N               _exit(N) immediately
 #include <cuda.h>
 #include <dlfcn.h>
@@ -408,6 +413,46 @@ void RaceThread(int iters, int max_mib, unsigned seed, std::atomic<int>* ok, std
     if (api.cuMemFree_v2(p) != CUDA_SUCCESS) other->fetch_add(1);
     held->fetch_sub(static_cast<long long>(b));
   }
+}
+
+// The library that defines fn ("libvgpu", "libcuda", or "other").
+const char* LibraryOf(void* fn) {
+  Dl_info info{};
+  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return "none";
+  if (std::strstr(info.dli_fname, "libvgpu") != nullptr) return "libvgpu";
+  if (std::strstr(info.dli_fname, "libcuda") != nullptr) return "libcuda";
+  return "other";
+}
+
+// Graph memory allocation nodes, explicit and through the generic node API.
+void GraphMemNodes() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto alloc = reinterpret_cast<decltype(&::cuGraphAddMemAllocNode)>(dlsym(h, "cuGraphAddMemAllocNode"));
+  auto add = reinterpret_cast<decltype(&::cuGraphAddNode_v2)>(dlsym(h, "cuGraphAddNode_v2"));
+  Out("graphmem.alloc_lib=%s", LibraryOf(reinterpret_cast<void*>(alloc)));
+  Out("graphmem.add_lib=%s", LibraryOf(reinterpret_cast<void*>(add)));
+  auto create = reinterpret_cast<decltype(&::cuGraphCreate)>(dlsym(h, "cuGraphCreate"));
+  auto destroy = reinterpret_cast<decltype(&::cuGraphDestroy)>(dlsym(h, "cuGraphDestroy"));
+  CUgraph g = nullptr;
+  if (alloc == nullptr || add == nullptr || create == nullptr || destroy == nullptr ||
+      create(&g, 0) != CUDA_SUCCESS) {
+    return;
+  }
+  CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  p.bytesize = 64 << 20;
+  CUgraphNode n = nullptr;
+  Out("graphmem.alloc=%d", static_cast<int>(alloc(&n, g, nullptr, 0, &p)));
+  CUgraphNodeParams np{};
+  np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  np.alloc.poolProps = p.poolProps;
+  np.alloc.bytesize = p.bytesize;
+  Out("graphmem.generic=%d", static_cast<int>(add(&n, g, nullptr, nullptr, 0, &np)));
+  np = CUgraphNodeParams{};
+  np.type = CU_GRAPH_NODE_TYPE_EMPTY;
+  Out("graphmem.empty=%d", static_cast<int>(add(&n, g, nullptr, nullptr, 0, &np)));
+  destroy(g);
 }
 
 void RunOp(State& s, const std::string& op) {
@@ -830,6 +875,8 @@ void RunOp(State& s, const std::string& op) {
     unsigned int free_mem = 0, total = 0;
     auto info = reinterpret_cast<MemGetInfoV1>(dlsym(h, "cuMemGetInfo"));
     Out("legacy.meminfo=%d", info != nullptr ? static_cast<int>(info(&free_mem, &total)) : -1);
+  } else if (name == "graphmem") {
+    GraphMemNodes();
   } else if (name == "exit") {
     std::fflush(stdout);
     _exit(std::atoi(arg(1).c_str()));

@@ -159,6 +159,26 @@ TEST_F(InterceptTest, LegacyEntryPointsOutsideTheAccountingAreRefused) {
   }
 }
 
+// Graph memory allocation nodes would take device memory at each launch,
+// outside the quota: refused under libvgpu, by name and through the generic
+// node API, which still builds every other node. (The simulated node does
+// not model them either, so where the function comes from is what tells.)
+TEST_F(InterceptTest, GraphMemoryAllocationNodesAreRefused) {
+  const PathParam& p = kPaths[0];
+  RunResult plain = Client(p, {"init", "ctx:0", "graphmem"}, Env(false));
+  ASSERT_CLEAN_EXIT(plain);
+  EXPECT_EQ(plain.out.Get("graphmem.alloc_lib"), "libcuda") << plain.Describe();
+  EXPECT_EQ(plain.out.Get("graphmem.add_lib"), "libcuda") << plain.Describe();
+  RunResult r = Client(p, {"init", "ctx:0", "graphmem"},
+                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+  ASSERT_CLEAN_EXIT(r);
+  EXPECT_EQ(r.out.Get("graphmem.alloc_lib"), "libvgpu") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.add_lib"), "libvgpu") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.alloc"), "801") << r.Describe();  // CUDA_ERROR_NOT_SUPPORTED
+  EXPECT_EQ(r.out.Get("graphmem.generic"), "801") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.empty"), "0") << r.Describe();
+}
+
 TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
   const PathParam& p = kPaths[0];
   RunResult plain = Client(p, {"init", "ctx:0", "mipmap:64:64:3"}, Env(false));
