@@ -106,6 +106,10 @@ struct OptionInfo {
 // The option table, for docs and `vgpuctl config`.
 const std::vector<OptionInfo>& Options();
 
+// An option's HAMi-core names that configure the whole process (its
+// per-device NAME_<i> forms left out).
+std::vector<std::string> ProcessAliases(const OptionInfo& o);
+
 // Whether an environment variable configures libvgpu: an option's VGPU_*
 // name or one of its HAMi aliases (NAME_<i> forms included). Benchmarks and
 // tests scrub these so that the caller's shell cannot change what they measure.

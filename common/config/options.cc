@@ -388,6 +388,14 @@ using config_internal::IsDigits;
 using config_internal::IsIndexedAlias;
 using config_internal::OptionTable;
 
+std::vector<std::string> ProcessAliases(const OptionInfo& o) {
+  std::vector<std::string> out;
+  for (const auto& alias : config_internal::SplitList(o.aliases)) {
+    if (!IsIndexedAlias(alias)) out.push_back(alias);
+  }
+  return out;
+}
+
 const std::vector<OptionInfo>& Options() {
   static const std::vector<OptionInfo> options = [] {
     std::vector<OptionInfo> v;

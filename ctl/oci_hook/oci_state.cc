@@ -157,12 +157,8 @@ std::string KnownAnnotations() {
 // them, and they keep working in processes that keep their environment).
 bool HamiValue(const OptionInfo& o, const std::vector<std::string>& env, std::string* alias,
                std::string* value) {
-  std::string_view list = o.aliases;
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    std::string name(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    if (name.ends_with("_<i>") || !EnvValue(env, name, value)) continue;
+  for (const std::string& name : ProcessAliases(o)) {
+    if (!EnvValue(env, name, value)) continue;
     *alias = name;
     return true;
   }
