@@ -279,31 +279,45 @@ Status CallDaemon(const std::string& run_dir, const Request& request,
 
 namespace {
 
-// The agents of one container's directory: every socket that is answered,
-// by the pid its peer has in our namespace (0, not visible to us: skipped).
-// A socket nobody listens on is stale and removed.
-void ListContainerAgents(const std::string& dir, const std::string& container,
-                         std::vector<AgentEntry>* out, std::vector<std::string>* removed) {
+// Visits the agent sockets of `dir` that are answered, with the pid their
+// name gives and the connected descriptor. A socket nobody listens on (the
+// agents rename a socket into place only once it listens, so a refused
+// connection means it is stale), or one whose named pid `dead` says is gone,
+// is removed.
+template <typename Dead, typename Visit>
+void ScanAgentDir(const std::string& dir, std::vector<std::string>* removed, Dead dead,
+                  Visit visit) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return;
   while (dirent* e = readdir(d)) {
-    if (!PidFromSocketName(e->d_name)) continue;
+    std::optional<pid_t> pid = PidFromSocketName(e->d_name);
+    if (!pid) continue;
     std::string path = dir + "/" + e->d_name;
     int raw = -1;
-    if (Connect(path, &raw).code == ErrorCode::kNoEnt) {
+    if (dead(*pid) || Connect(path, &raw).code == ErrorCode::kNoEnt) {
+      if (raw >= 0) close(raw);
       if (unlink(path.c_str()) == 0 && removed != nullptr) removed->push_back(path);
       continue;
     }
     Fd fd(raw);
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (fd.get() < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        cred.pid <= 0) {
-      continue;
-    }
-    out->push_back({cred.pid, path, container});
+    visit(*pid, path, fd.get());
   }
   closedir(d);
+}
+
+// The agents of one container's directory, by the pid their peer has in our
+// namespace (names carry the container's pids; 0, not visible to us: skipped).
+void ListContainerAgents(const std::string& dir, const std::string& container,
+                         std::vector<AgentEntry>* out, std::vector<std::string>* removed) {
+  ScanAgentDir(
+      dir, removed, [](pid_t) { return false; },
+      [&](pid_t, const std::string& path, int fd) {
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+          return;
+        out->push_back({cred.pid, path, container});
+      });
 }
 
 // Every container directory under `run_dir` that passes CheckAgentDir.
@@ -372,24 +386,9 @@ std::vector<AgentEntry> ListAgents(const std::string& run_dir, std::vector<std::
   std::string dir = run_dir.empty() ? RunDir() : run_dir;
   std::vector<AgentEntry> out;
   if (!CheckAgentDir(dir).ok()) return out;  // nothing in it is removed either
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::optional<pid_t> pid = PidFromSocketName(e->d_name);
-    if (!pid) continue;
-    std::string path = dir + "/" + e->d_name;
-    int fd = -1;
-    // Dead pid, or nobody listening (the agents rename a socket into place
-    // only once it listens, so a refused connection means it is stale).
-    bool stale = ProcessIsDead(*pid) || Connect(path, &fd).code == ErrorCode::kNoEnt;
-    if (fd >= 0) close(fd);
-    if (stale) {
-      if (unlink(path.c_str()) == 0 && removed != nullptr) removed->push_back(path);
-      continue;
-    }
-    out.push_back({*pid, path, ""});
-  }
-  closedir(d);
+  ScanAgentDir(dir, removed, ProcessIsDead, [&](pid_t pid, const std::string& path, int) {
+    out.push_back({pid, path, ""});
+  });
   ListAllContainerAgents(dir, &out, removed);
   std::sort(out.begin(), out.end(),
             [](const AgentEntry& a, const AgentEntry& b) { return a.pid < b.pid; });
