@@ -23,6 +23,7 @@
   X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxGetState)                    \
   X(cuDevicePrimaryCtxSetFlags_v2)                                               \
   X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)       \
+  X(cuGreenCtxCreate) X(cuGreenCtxDestroy)                                       \
   X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                \
   /* the CUDA 3.x context stack: old binaries, old-version cuGetProcAddress */   \
   X(cuCtxDestroy) X(cuCtxPushCurrent) X(cuCtxPopCurrent)                         \
@@ -94,7 +95,7 @@
   X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync) \
   X(cuMemPrefetchBatchAsync_ptsz) X(cuMipmappedArrayGetMemoryRequirements)      \
   X(cuMulticastAddDevice) X(cuMulticastUnbind) X(cuStreamGetDevice)              \
-  X(cuStreamGetDevice_ptsz) X(cuDeviceGetDevResource) X(cuGreenCtxCreate)
+  X(cuStreamGetDevice_ptsz) X(cuDeviceGetDevResource)
 
 // Entry points of CUDA 3.x and before (32-bit pointers and sizes, the pre-4.0
 // launch API) that would allocate device memory, launch work or report memory
@@ -124,6 +125,7 @@
   X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
   X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)           \
+  X(cuCtxFromGreenCtx)                                                           \
   /* the driver checkpoint API, called by vgpuctl on a job's pid (migration) */  \
   X(cuCheckpointProcessGetState) X(cuCheckpointProcessLock)                      \
   X(cuCheckpointProcessCheckpoint) X(cuCheckpointProcessRestore)                 \

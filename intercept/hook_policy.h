@@ -101,6 +101,8 @@ enum : unsigned {
   P(cuCtxCreate_v2, kDeviceMap, "a context holds no memory until it allocates")                 \
   P(cuCtxCreate_v3, kDeviceMap, "a context holds no memory until it allocates")                 \
   P(cuCtxCreate_v4, kDeviceMap, "a context holds no memory until it allocates")                 \
+  P(cuGreenCtxCreate, kDeviceMap, "a context holds no memory until it allocates")               \
+  P(cuGreenCtxDestroy, kGate, "")                                                               \
   P(cuCtxDestroy_v2, kGate | kQuota | kVmm, "")                                                 \
   P(cuCtxSetCurrent, kUngated, "the calling thread's current context only")                     \
   P(cuCtxPushCurrent_v2, kUngated, "the calling thread's current context only")                 \

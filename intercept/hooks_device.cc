@@ -331,6 +331,34 @@ VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* p
   });
 }
 
+// A green context's streams run work that suspend must drain like any
+// context's: it is noted by the context cuCtxFromGreenCtx gives for it.
+VGPU_HOOK(cuGreenCtxCreate) CUresult CUDAAPI vgpu_hook_cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+  return vgpu::WhenReady([&]() -> CUresult {
+    CUdevice p = 0;
+    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = REAL_CALL(cuGreenCtxCreate, phCtx, desc, p, flags);
+    CUcontext ctx = nullptr;
+    if (r == CUDA_SUCCESS && REAL_CALL(cuCtxFromGreenCtx, &ctx, *phCtx) == CUDA_SUCCESS) {
+      vgpu::residency::NoteContext(ctx);
+    }
+    return r;
+  });
+}
+
+// Inside the gate: a suspend may be draining the context.
+VGPU_HOOK(cuGreenCtxDestroy) CUresult CUDAAPI vgpu_hook_cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  return vgpu::WhenReady([&]() -> CUresult {
+    vgpu::residency::GateGuard gate;
+    CUcontext ctx = nullptr;
+    if (REAL_CALL(cuCtxFromGreenCtx, &ctx, hCtx) != CUDA_SUCCESS) ctx = nullptr;
+    CUresult r = REAL_CALL(cuGreenCtxDestroy, hCtx);
+    vgpu::ForgetAllCurrentContexts();  // a dead handle may be current somewhere
+    if (r == CUDA_SUCCESS && ctx != nullptr) vgpu::residency::ForgetNonMigratableContext(ctx);
+    return r;
+  });
+}
+
 // The context-stack calls exist twice: the _v2 entry points and the CUDA 3.x
 // ones (cuCtxDestroy, cuCtxPushCurrent, cuCtxPopCurrent) that old binaries and
 // old-version cuGetProcAddress lookups reach. Each pair shares one body and

@@ -16,6 +16,8 @@
 //                      queued (behind a 400 ms sleep) in a second context that
 //                      allocates nothing; prints "ready" right after queueing,
 //                      waits for FILE, exits 0 iff the buffer holds the fill.
+//   greenwork FILE     the same with the kernels on a stream of a green
+//                      context (cuGreenCtxCreate) instead of a second context.
 //   twodev FILE        64 MiB on device 0 and on device 1 (one primary context
 //                      each), filled with different patterns; prints "ready",
 //                      waits for FILE, checks both and prints "errors=<n>"
@@ -160,14 +162,25 @@ int main(int argc, char** argv) {
     CU(cuMemFree(p));
     return 0;
   }
-  if (mode == "ctxwork" && argc >= 3) {
+  if ((mode == "ctxwork" || mode == "greenwork") && argc >= 3) {
     constexpr size_t kCount = 1u << 20;
     constexpr uint32_t kValue = 0xC0FFEEu;
     CUdeviceptr p = 0;
     CU(cuMemAlloc(&p, kCount * 4));
     CU(cuMemsetD32(p, 0, kCount));
-    CUcontext other = nullptr;
-    CU(cuCtxCreate(&other, nullptr, 0, dev));  // current from here on
+    CUstream stream = nullptr;
+    if (mode == "greenwork") {
+      CUdevResource sms{};
+      CU(cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM));
+      CUdevResourceDesc desc = nullptr;
+      CU(cuDevResourceGenerateDesc(&desc, &sms, 1));
+      CUgreenCtx green = nullptr;
+      CU(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+      CU(cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0));
+    } else {
+      CUcontext other = nullptr;
+      CU(cuCtxCreate(&other, nullptr, 0, dev));  // current from here on
+    }
     CUmodule m = nullptr;
     CUfunction sleep_fn = nullptr, fill_fn = nullptr;
     CU(cuModuleLoad(&m, "@builtin"));
@@ -178,12 +191,12 @@ int main(int argc, char** argv) {
     unsigned long long ptr = p, count = kCount;
     uint32_t value = kValue;
     void* fill_args[] = {&ptr, &value, &count};
-    CU(cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, nullptr, sleep_args, nullptr));
-    CU(cuLaunchKernel(fill_fn, 1, 1, 1, 1, 1, 1, 0, nullptr, fill_args, nullptr));
+    CU(cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, sleep_args, nullptr));
+    CU(cuLaunchKernel(fill_fn, 1, 1, 1, 1, 1, 1, 0, stream, fill_args, nullptr));
     std::printf("ready\n");
     std::fflush(stdout);
     while (access(argv[2], F_OK) != 0) usleep(2000);
-    CU(cuCtxSynchronize());
+    CU(stream != nullptr ? cuStreamSynchronize(stream) : cuCtxSynchronize());
     std::vector<uint32_t> h(kCount);
     CU(cuMemcpyDtoH(h.data(), p, kCount * 4));
     size_t wrong = 0;

@@ -20,6 +20,7 @@
 #   residency_test.sh pitch       off VMM, cuMemAllocPitch memory makes suspend/checkpoint refuse
 #   residency_test.sh ctx_drain   suspend drains a created context that allocated nothing but has
 #                                 work queued on another context's memory
+#   residency_test.sh green_drain the same for work queued on a green context's stream
 #   residency_test.sh two_jobs    two jobs checkpointed into one directory keep an image each and
 #                                 both restore with their own data; another job's image (or any
 #                                 file) at a job's image name is never replaced; a job may
@@ -427,6 +428,19 @@ pitch)
   touch "$work/stop"
   wait $child; st=$?; child=
   [ $st -eq 0 ] || { cat "$work/pitch.out"; fail "pitch client failed"; }
+  ;;
+green_drain)
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" greenwork "$work/stop" >"$work/ctx.out" 2>&1 &
+  child=$!
+  wait_ready "$work/ctx.out"
+  wait_agent $child
+  ctl suspend $child || fail "suspend"
+  sleep 0.6  # past the fill: without the drain it lands on released memory
+  ctl resume $child || fail "resume"
+  touch "$work/stop"
+  wait $child; st=$?; child=
+  cat "$work/ctx.out"
+  [ $st -eq 0 ] || fail "the green context's work was lost or faulted across suspend (exit $st)"
   ;;
 ctx_drain)
   # The fill runs ~400 ms after "ready": a suspend that did not drain the
