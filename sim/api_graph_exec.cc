@@ -5,6 +5,7 @@
 #include "sim/api_common.h"
 #include "sim/context.h"
 #include "sim/event.h"
+#include "sim/external.h"
 #include "sim/graph.h"
 #include "sim/graph_api.h"
 
@@ -115,6 +116,11 @@ bool ParamsUpdatable(CUgraphNodeType type, const Op& was, const Op& now) {
                                                now.dst_pitch == was.dst_pitch));
   }
   if (type == CU_GRAPH_NODE_TYPE_MEMCPY) return (now.height > 1) == (was.height > 1);
+  if (type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL || type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT) {
+    // cuda.h: "Changing nodeParams->numExtSems is not supported."
+    return was.ext_semas != nullptr && now.ext_semas != nullptr &&
+           was.ext_semas->handles.size() == now.ext_semas->handles.size();
+  }
   return true;
 }
 

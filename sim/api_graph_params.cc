@@ -1,11 +1,12 @@
 // The generic CUgraphNodeParams entry points (CUDA 12.2+): cuGraphAddNode,
 // cuGraphNodeSetParams and cuGraphExecNodeSetParams, for the node types the
-// sim models. Memory allocation and free nodes, external semaphore, batch
-// memory operation and conditional nodes are not modelled: NOT_SUPPORTED.
+// sim models. Memory allocation and free nodes and conditional nodes are not
+// modelled: NOT_SUPPORTED.
 #include <cstring>
 
 #include "sim/api_common.h"
 #include "sim/event.h"
+#include "sim/external.h"
 #include "sim/graph.h"
 #include "sim/graph_api.h"
 
@@ -44,6 +45,16 @@ const CUDA_BATCH_MEM_OP_NODE_PARAMS* BatchOf(const CUDA_BATCH_MEM_OP_NODE_PARAMS
   return reinterpret_cast<const CUDA_BATCH_MEM_OP_NODE_PARAMS*>(&m);
 }
 
+// The op of an external semaphore node (the _v2 structs have the v1 layout).
+CUresult ExtSemaOpOf(const CUgraphNodeParams& p, Op* op) {
+  if (p.type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL) {
+    const auto& s = p.extSemSignal;
+    return MakeExtSemaSignalOp({s.extSemArray, s.paramsArray, s.numExtSems}, op);
+  }
+  const auto& w = p.extSemWait;
+  return MakeExtSemaWaitOp({w.extSemArray, w.paramsArray, w.numExtSems}, op);
+}
+
 // What the reserved fields must hold, and the node types the sim has no
 // model for.
 CUresult CheckParams(const CUgraphNodeParams* p) {
@@ -61,9 +72,9 @@ CUresult CheckParams(const CUgraphNodeParams* p) {
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-      break;
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+      break;
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
@@ -113,6 +124,12 @@ CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CU
       return AddEventNode(out, hg, deps, n, p->type, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
       return AddBatchMemOpNode(out, hg, deps, n, BatchOf(p->memOp));
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: {
+      Op op;
+      if (CUresult r = ExtSemaOpOf(*p, &op); r != CUDA_SUCCESS) return r;
+      return AddGraphNode(out, hg, deps, n, p->type, op);
+    }
     default:
       return AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
   }
@@ -136,6 +153,12 @@ CUresult SetNode(GraphNode* node, CUgraphNodeParams* p) {
       return SetEventNode(node, p->type, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
       return SetBatchMemOpNode(node, BatchOf(p->memOp));
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: {
+      Op op;
+      if (CUresult r = ExtSemaOpOf(*p, &op); r != CUDA_SUCCESS) return r;
+      return SetExtSemaNode(node, p->type, op);
+    }
     case CU_GRAPH_NODE_TYPE_EMPTY:
       return CUDA_SUCCESS;
     // A child graph node's graph is edited through cuGraphChildGraphNodeGetGraph.
@@ -170,6 +193,10 @@ CUresult ExecSetNode(CUgraphExec h, CUgraphNode node, CUgraphNodeParams* p) {
       break;
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
       op.event = reinterpret_cast<Event*>(p->eventRecord.event);
+      break;
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+      r = ExtSemaOpOf(*p, &op);
       break;
     default:
       break;

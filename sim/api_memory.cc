@@ -165,10 +165,12 @@ SIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   AllocInfo info;
   if (!LookupAllocation(dptr, &info) || info.base != dptr) return CUDA_ERROR_INVALID_VALUE;
   if (info.kind == AllocKind::kManaged) return FreeHostVisible(reinterpret_cast<void*>(dptr), info.kind);
-  if (info.kind != AllocKind::kDevice) return CUDA_ERROR_INVALID_VALUE;
+  if (info.kind != AllocKind::kDevice && info.kind != AllocKind::kExternal) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   // Like the real driver, freeing waits for work that may still use the memory.
   if (IsValidContext(info.ctx)) SynchronizeContext(AsContext(info.ctx));
-  return FreeDeviceMemory(dptr);
+  return info.kind == AllocKind::kExternal ? FreeExternalBuffer(dptr) : FreeDeviceMemory(dptr);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,

@@ -76,6 +76,7 @@ void TeardownContext(Context* ctx) {
   DestroyModulesOfContext(AsHandle(ctx));
   for (const AllocInfo& a : AddressSpace::Get().AllocationsOf(AsHandle(ctx))) {
     if (a.kind == AllocKind::kDevice) FreeDeviceMemory(a.base);
+    if (a.kind == AllocKind::kExternal) FreeExternalBuffer(a.base);
   }
   ctx->sticky_error.store(CUDA_SUCCESS);
   if (ctx->primary) {

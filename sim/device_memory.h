@@ -20,6 +20,7 @@ enum class AllocKind : uint8_t {
   kVmmReserved,  // cuMemAddressReserve range (mapped piecewise)
   kHostPinned,   // cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister (device ptr == host ptr)
   kManaged,      // cuMemAllocManaged (host-accessible)
+  kExternal,     // cuExternalMemoryGetMappedBuffer: another allocation's memory, freed by cuMemFree
 };
 
 struct AllocInfo {
@@ -42,6 +43,8 @@ void* Translate(CUdeviceptr dptr, size_t bytes);
 // Linear device allocation on device `device` (capacity accounted on the node).
 CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
 CUresult FreeDeviceMemory(CUdeviceptr dptr);
+// Unmaps a cuExternalMemoryGetMappedBuffer buffer (api_external.cc).
+CUresult FreeExternalBuffer(CUdeviceptr dptr);
 
 // Drops the advice and prefetch records of a freed managed range (api_managed.cc).
 void ForgetManagedRange(CUdeviceptr base, size_t size);

@@ -147,6 +147,10 @@ CUgraphNodeType NodeTypeOf(OpKind k) {
     case OpKind::kWaitValue:
     case OpKind::kWriteValue:
       return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    case OpKind::kExtSemaSignal:
+      return CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
+    case OpKind::kExtSemaWait:
+      return CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT;
     default:
       return CU_GRAPH_NODE_TYPE_EMPTY;
   }

@@ -11,6 +11,7 @@
 #include "sim/address_space.h"
 #include "sim/context.h"
 #include "sim/event.h"
+#include "sim/external.h"
 #include "sim/futex.h"
 #include "sim/graph.h"
 #include "sim/handle_registry.h"
@@ -155,6 +156,7 @@ void CopyOp(const Op& from, Op* to) {
   to->free_ptr = from.free_ptr;
   to->value64 = from.value64;
   to->mem_flags = from.mem_flags;
+  to->ext_semas = from.ext_semas;
 }
 
 Stream::Stream(Context* ctx, unsigned flags, int priority, bool per_thread)
@@ -174,6 +176,7 @@ Op* Stream::Begin() {
     scratch_.kind = OpKind::kNop;
     scratch_.dep = {nullptr, 0};
     scratch_.extra_deps.clear();
+    scratch_.ext_semas.reset();
     return &scratch_;
   }
   uint64_t n = submitted_.load(std::memory_order_relaxed);
@@ -182,6 +185,7 @@ Op* Stream::Begin() {
   op->kind = OpKind::kNop;
   op->dep = {nullptr, 0};
   op->extra_deps.clear();
+  op->ext_semas.reset();  // a reused slot must not keep a semaphore mapped
   return op;
 }
 
@@ -365,6 +369,10 @@ void Stream::Execute(Op& op) {
       WriteValue(op);
       last_end_ns_ = ready_ns_;  // takes no modelled device time
       return;
+    case OpKind::kExtSemaSignal:
+    case OpKind::kExtSemaWait:
+      RunExtSemaBatch(*op.ext_semas);
+      break;
   }
   last_end_ns_ = NowNs();
 }

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -19,6 +20,7 @@ namespace vgpu::sim {
 struct Context;
 struct Event;
 struct Graph;
+struct ExtSemaBatch;
 class Stream;
 
 enum class OpKind : uint8_t {
@@ -32,6 +34,8 @@ enum class OpKind : uint8_t {
   kFreeAsync,  // cuMemFreeAsync: frees when reached in stream order
   kWaitValue,  // cuStreamWaitValue32/64: blocks the stream until the condition on *dst holds
   kWriteValue, // cuStreamWriteValue32/64: stores value64 (elem bytes) at dst
+  kExtSemaSignal,  // cuSignalExternalSemaphoresAsync: ext_semas
+  kExtSemaWait,    // cuWaitExternalSemaphoresAsync: blocks the stream until ext_semas hold
 };
 
 struct StreamDep {
@@ -67,6 +71,8 @@ struct Op {
   uint64_t value64 = 0;
   unsigned mem_flags = 0;
   uint64_t enqueued_ns = 0;  // when the host committed it
+  // kExtSemaSignal / kExtSemaWait (shared: graph nodes replay it).
+  std::shared_ptr<const ExtSemaBatch> ext_semas;
 };
 
 // cuStreamSetAttribute's per-stream values (recorded; the sim has no L2
