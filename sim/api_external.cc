@@ -322,12 +322,14 @@ void RunExtSemaBatch(const ExtSemaBatch& b) {
 
 CUresult MakeExtSemaSignalOp(const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS& p, Op* op) {
   std::shared_ptr<ExtSemaBatch> b;
-  return MakeOp(true, SignalBatch(p.extSemArray, p.paramsArray, p.numExtSems, &b), b, op);
+  CUresult made = SignalBatch(p.extSemArray, p.paramsArray, p.numExtSems, &b);
+  return MakeOp(true, made, std::move(b), op);
 }
 
 CUresult MakeExtSemaWaitOp(const CUDA_EXT_SEM_WAIT_NODE_PARAMS& p, Op* op) {
   std::shared_ptr<ExtSemaBatch> b;
-  return MakeOp(false, WaitBatch(p.extSemArray, p.paramsArray, p.numExtSems, &b), b, op);
+  CUresult made = WaitBatch(p.extSemArray, p.paramsArray, p.numExtSems, &b);
+  return MakeOp(false, made, std::move(b), op);
 }
 
 CUresult SetExtSemaNode(GraphNode* node, CUgraphNodeType type, const Op& op) {
