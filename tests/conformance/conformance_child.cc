@@ -187,6 +187,46 @@ int FdImport(size_t bytes) {
   return 0;
 }
 
+// Imports the parent's exported memory (first fd) as external memory and a
+// timeline semaphore (second fd); reads the buffer's first word, writes
+// 0xFEED to the second and signals the semaphore to 5 after the write.
+int ExtImport(size_t bytes) {
+  int mem_fd = vgpu::conformance::ReceiveFd(3);
+  int sem_fd = vgpu::conformance::ReceiveFd(3);
+  if (mem_fd < 0 || sem_fd < 0) return 1;
+  CUcontext ctx;
+  CUresult r = SetupContext(&ctx);
+  CUexternalMemory mem = nullptr;
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC md{};
+  md.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  md.handle.fd = mem_fd;
+  md.size = bytes;
+  if (r == CUDA_SUCCESS) r = cuImportExternalMemory(&mem, &md);
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd{};
+  bd.size = bytes;
+  CUdeviceptr p = 0;
+  if (r == CUDA_SUCCESS) r = cuExternalMemoryGetMappedBuffer(&p, mem, &bd);
+  uint32_t first = 0;
+  if (r == CUDA_SUCCESS) r = cuMemcpyDtoH(&first, p, 4);
+  Out("map " + std::to_string(r) + " " + std::to_string(first));
+  if (r != CUDA_SUCCESS) return 1;
+  CUexternalSemaphore sem = nullptr;
+  CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC sd{};
+  sd.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
+  sd.handle.fd = sem_fd;
+  r = cuImportExternalSemaphore(&sem, &sd);
+  CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sp{};
+  sp.params.fence.value = 5;
+  if (r == CUDA_SUCCESS) r = cuMemsetD32Async(p + 4, 0xFEEDu, 1, nullptr);
+  if (r == CUDA_SUCCESS) r = cuSignalExternalSemaphoresAsync(&sem, &sp, 1, nullptr);
+  if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+  Out("signal " + std::to_string(r));
+  cuDestroyExternalSemaphore(sem);
+  cuMemFree(p);
+  cuDestroyExternalMemory(mem);
+  return r == CUDA_SUCCESS ? 0 : 1;
+}
+
 std::string Hex(const unsigned char* b, size_t n) {
   static const char* kDigits = "0123456789abcdef";
   std::string s;
@@ -304,6 +344,7 @@ int main(int argc, char** argv) {
   if (cmd == "deref") return Deref();
   if (cmd == "fdimport" && argc == 3) return FdImport(strtoull(argv[2], nullptr, 0));
   if (cmd == "tensormap") return TensorMaps();
+  if (cmd == "extimport" && argc == 3) return ExtImport(strtoull(argv[2], nullptr, 0));
   if (cmd == "ckptjob" && argc == 4) return CheckpointJob(strtoull(argv[2], nullptr, 0), argv[3]);
   return 64;
 }
