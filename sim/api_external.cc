@@ -109,7 +109,7 @@ CUresult CheckMemoryDesc(const CUDA_EXTERNAL_MEMORY_HANDLE_DESC& d, size_t* obje
   // A well-formed call whose fd names no memory object of this node (a
   // regular file, a pipe, a closed fd) has an invalid handle, not an
   // invalid value.
-  struct stat st{};
+  struct stat st {};
   *device = d.handle.fd < 0 ? -1 : SimMemfdDevice(d.handle.fd);
   if (*device < 0 || fstat(d.handle.fd, &st) != 0) return CUDA_ERROR_INVALID_HANDLE;
   *object_size = static_cast<size_t>(st.st_size);
@@ -171,7 +171,7 @@ CUresult MapSemaphore(const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC& d, ExtSema* s) 
       d.flags != 0 || !AllZero(d.reserved)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  struct stat st{};
+  struct stat st {};
   if (d.handle.fd < 0 || fstat(d.handle.fd, &st) != 0 ||
       static_cast<size_t>(st.st_size) < sizeof(uint64_t)) {
     return CUDA_ERROR_INVALID_HANDLE;  // no synchronization object of this node
@@ -216,8 +216,9 @@ CUresult MakeBatch(const CUexternalSemaphore* sems, const Params* params, unsign
   return CUDA_SUCCESS;
 }
 
-CUresult SignalBatch(const CUexternalSemaphore* sems, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* p,
-                     unsigned n, std::shared_ptr<ExtSemaBatch>* out) {
+CUresult SignalBatch(const CUexternalSemaphore* sems,
+                     const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* p, unsigned n,
+                     std::shared_ptr<ExtSemaBatch>* out) {
   CUresult r = MakeBatch(sems, p, n, &ExtSemaBatch::signal_params, out);
   if (r == CUDA_SUCCESS) (*out)->signal = true;
   return r;
@@ -244,8 +245,8 @@ CUresult Enqueue(CUstream h, bool ptsz, OpKind kind, CUresult made,
 bool TryAcquire(const ExtSema& s, uint64_t value) {
   if (s.timeline) return __atomic_load_n(s.payload, __ATOMIC_ACQUIRE) >= value;
   uint64_t v = __atomic_load_n(s.payload, __ATOMIC_ACQUIRE);
-  return v != 0 && __atomic_compare_exchange_n(s.payload, &v, 0, false, __ATOMIC_ACQ_REL,
-                                               __ATOMIC_ACQUIRE);
+  return v != 0 &&
+         __atomic_compare_exchange_n(s.payload, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 // Polls like a GPU front end: a short spin, then sleeps growing to 50 us.
@@ -345,7 +346,8 @@ CUresult SetExtSemaNode(GraphNode* node, CUgraphNodeType type, const Op& op) {
 
 // ---- external memory ----
 
-SIM_EXPORT CUresult CUDAAPI cuImportExternalMemory(CUexternalMemory* extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc) {
+SIM_EXPORT CUresult CUDAAPI cuImportExternalMemory(
+    CUexternalMemory* extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc) {
   SIM_ENTER("cuImportExternalMemory");
   if (extMem_out == nullptr || memHandleDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -362,7 +364,9 @@ SIM_EXPORT CUresult CUDAAPI cuImportExternalMemory(CUexternalMemory* extMem_out,
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedBuffer(CUdeviceptr* devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc) {
+SIM_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedBuffer(
+    CUdeviceptr* devPtr, CUexternalMemory extMem,
+    const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc) {
   SIM_ENTER("cuExternalMemoryGetMappedBuffer");
   if (devPtr == nullptr || bufferDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Context* ctx = CurrentContextOrNull();
@@ -379,7 +383,9 @@ SIM_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedBuffer(CUdeviceptr* devPtr,
 // object's pages; copying them would not alias either (writes through the
 // array would never reach the exporter). Arguments are checked first, as for
 // any handle type that a driver cannot map as an array.
-SIM_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray* mipmap, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* mipmapDesc) {
+SIM_EXPORT CUresult CUDAAPI cuExternalMemoryGetMappedMipmappedArray(
+    CUmipmappedArray* mipmap, CUexternalMemory extMem,
+    const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* mipmapDesc) {
   SIM_ENTER("cuExternalMemoryGetMappedMipmappedArray");
   if (mipmap == nullptr || mipmapDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -413,7 +419,8 @@ SIM_EXPORT CUresult CUDAAPI cuDestroyExternalMemory(CUexternalMemory extMem) {
 
 // ---- external semaphores ----
 
-SIM_EXPORT CUresult CUDAAPI cuImportExternalSemaphore(CUexternalSemaphore* extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* semHandleDesc) {
+SIM_EXPORT CUresult CUDAAPI cuImportExternalSemaphore(
+    CUexternalSemaphore* extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* semHandleDesc) {
   SIM_ENTER("cuImportExternalSemaphore");
   if (extSem_out == nullptr || semHandleDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
@@ -446,28 +453,38 @@ SIM_EXPORT CUresult CUDAAPI cuDestroyExternalSemaphore(CUexternalSemaphore extSe
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync(const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray, unsigned int numExtSems, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync(
+    const CUexternalSemaphore* extSemArray,
+    const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray, unsigned int numExtSems,
+    CUstream stream) {
   SIM_ENTER("cuSignalExternalSemaphoresAsync");
   std::shared_ptr<ExtSemaBatch> b;
   CUresult made = SignalBatch(extSemArray, paramsArray, numExtSems, &b);
   return Enqueue(stream, false, OpKind::kExtSemaSignal, made, std::move(b));
 }
 
-SIM_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync_ptsz(const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray, unsigned int numExtSems, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync_ptsz(
+    const CUexternalSemaphore* extSemArray,
+    const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray, unsigned int numExtSems,
+    CUstream stream) {
   SIM_ENTER("cuSignalExternalSemaphoresAsync_ptsz");
   std::shared_ptr<ExtSemaBatch> b;
   CUresult made = SignalBatch(extSemArray, paramsArray, numExtSems, &b);
   return Enqueue(stream, true, OpKind::kExtSemaSignal, made, std::move(b));
 }
 
-SIM_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync(const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray, unsigned int numExtSems, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync(
+    const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray,
+    unsigned int numExtSems, CUstream stream) {
   SIM_ENTER("cuWaitExternalSemaphoresAsync");
   std::shared_ptr<ExtSemaBatch> b;
   CUresult made = WaitBatch(extSemArray, paramsArray, numExtSems, &b);
   return Enqueue(stream, false, OpKind::kExtSemaWait, made, std::move(b));
 }
 
-SIM_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync_ptsz(const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray, unsigned int numExtSems, CUstream stream) {
+SIM_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync_ptsz(
+    const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray,
+    unsigned int numExtSems, CUstream stream) {
   SIM_ENTER("cuWaitExternalSemaphoresAsync_ptsz");
   std::shared_ptr<ExtSemaBatch> b;
   CUresult made = WaitBatch(extSemArray, paramsArray, numExtSems, &b);
@@ -476,7 +493,9 @@ SIM_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync_ptsz(const CUexternalS
 
 // ---- graph nodes ----
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresSignalNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresSignalNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphAddExternalSemaphoresSignalNode");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;
@@ -485,7 +504,9 @@ SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresSignalNode(CUgraphNode* 
                       CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, op);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresWaitNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphAddExternalSemaphoresWaitNode");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;
@@ -494,17 +515,20 @@ SIM_EXPORT CUresult CUDAAPI cuGraphAddExternalSemaphoresWaitNode(CUgraphNode* ph
                       CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, op);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeGetParams(CUgraphNode hNode, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params_out) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeGetParams(
+    CUgraphNode hNode, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* params_out) {
   SIM_ENTER("cuGraphExternalSemaphoresSignalNodeGetParams");
   return GetNodeParams(hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, params_out);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeGetParams(CUgraphNode hNode, CUDA_EXT_SEM_WAIT_NODE_PARAMS* params_out) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeGetParams(
+    CUgraphNode hNode, CUDA_EXT_SEM_WAIT_NODE_PARAMS* params_out) {
   SIM_ENTER("cuGraphExternalSemaphoresWaitNodeGetParams");
   return GetNodeParams(hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, params_out);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(
+    CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExternalSemaphoresSignalNodeSetParams");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;
@@ -512,7 +536,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresSignalNodeSetParams(CUgraph
   return SetExtSemaNode(NodeOf(hNode), CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, op);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(
+    CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExternalSemaphoresWaitNodeSetParams");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;
@@ -520,7 +545,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNo
   return SetExtSemaNode(NodeOf(hNode), CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, op);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresSignalNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresSignalNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExecExternalSemaphoresSignalNodeSetParams");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;
@@ -528,7 +554,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresSignalNodeSetParams(CUg
   return ExecSetOp(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, op);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresWaitNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
+SIM_EXPORT CUresult CUDAAPI cuGraphExecExternalSemaphoresWaitNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* nodeParams) {
   SIM_ENTER("cuGraphExecExternalSemaphoresWaitNodeSetParams");
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Op op;

@@ -495,7 +495,8 @@ TEST_F(SimExternalSemaphoreTest, CapturedSignalIsAnExtSemasNode) {
 TEST_F(SimExternalSemaphoreTest, GraphNodes) {
   int in_fd = -1, out_fd = -1;
   CUexternalSemaphore in = Import(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD, &in_fd);
-  CUexternalSemaphore out = Import(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD, &out_fd);
+  CUexternalSemaphore out =
+      Import(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD, &out_fd);
   CUdeviceptr flag = 0;
   ASSERT_CU_OK(cuMemAlloc(&flag, 4));
   ASSERT_CU_OK(cuMemsetD32(flag, 0, 1));
@@ -575,7 +576,8 @@ TEST_F(SimExternalSemaphoreTest, GraphNodes) {
   CUexternalSemaphore both[2] = {out, in};
   CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS sps[2] = {};
   CUDA_EXT_SEM_SIGNAL_NODE_PARAMS two{both, sps, 2};
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphExecExternalSemaphoresSignalNodeSetParams(exec, signal, &two))
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuGraphExecExternalSemaphoresSignalNodeSetParams(exec, signal, &two))
       << "numExtSems cannot change";
 
   // The clone runs the parameters it was cloned with.

@@ -233,8 +233,9 @@ TEST_F(SimProcAddress, UnimplementedEntryPointsAreExportedStubs) {
     EXPECT_EQ(get(), CUDA_ERROR_NOT_SUPPORTED) << e.symbol;
     // cuGetProcAddress hands out the same function as dlsym, as a driver does.
     void* fn = nullptr;
-    unsigned long long flags =
-        e.variant == kProcNormal ? CU_GET_PROC_ADDRESS_DEFAULT : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    unsigned long long flags = e.variant == kProcNormal
+                                   ? CU_GET_PROC_ADDRESS_DEFAULT
+                                   : CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     ASSERT_EQ(v2_(e.name, &fn, e.version, flags, nullptr), CUDA_SUCCESS) << e.name;
     EXPECT_EQ(fn, reinterpret_cast<void*>(get)) << e.name;
   }
