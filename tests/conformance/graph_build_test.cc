@@ -713,8 +713,9 @@ class SimGraphBuildTest : public GraphBuildTest {
 TEST_F(SimGraphBuildTest, UnmodelledNodeTypesAreNotSupported) {
   CUgraphNodeParams p{};
   CUgraphNode n = nullptr;
+  // External semaphore nodes are modelled (external_test.cc).
   for (CUgraphNodeType t : {CU_GRAPH_NODE_TYPE_MEM_ALLOC, CU_GRAPH_NODE_TYPE_MEM_FREE,
-                            CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, CU_GRAPH_NODE_TYPE_CONDITIONAL}) {
+                            CU_GRAPH_NODE_TYPE_CONDITIONAL}) {
     p.type = t;
     EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddNode(&n, g_, nullptr, nullptr, 0, &p)) << t;
   }
