@@ -52,7 +52,9 @@ DEFINE_RE = re.compile(
     r"^\s*#\s*define\s+(cu\w+)\s+(?:__CUDA_API_(PTDS|PTSZ)\(\s*(cu\w+)\s*\)|(cu\w+))\s*$",
     re.MULTILINE)
 UNDEF_RE = re.compile(r"^\s*#\s*undef\s+cu\w+", re.MULTILINE)
-IMPL_RE = re.compile(r"^\s*SIM_EXPORT\s+CUresult\s+CUDAAPI\s+(cu\w+)\s*\(", re.MULTILINE)
+IMPL_OR_UNDEF_RE = re.compile(
+    r"^[ \t]*#[ \t]*undef[ \t]+(cu\w+)|^[ \t]*SIM_EXPORT\s+CUresult\s+CUDAAPI\s+(cu\w+)\s*\(",
+    re.MULTILINE)
 INTERNAL_RE = re.compile(r"^\s*#\s*define\s+__CUDA_API_VERSION_INTERNAL\b", re.MULTILINE)
 WINDOWS_IF_RE = re.compile(r"^\s*#\s*(?:ifdef\s+_WIN32|if\s+defined\s*\(?\s*_WIN32\s*\)?)\s*$")
 
@@ -207,16 +209,15 @@ def scan_sources(paths, cuda_header):
         text = read_text(path)
         internal = bool(INTERNAL_RE.search(text))
         undefined = set()
-        for line in text.splitlines():
-            u = re.match(r"^\s*#\s*undef\s+(cu\w+)", line)
-            if u:
-                undefined.add(u.group(1))
+        # In source order, so that an #undef applies to the definitions after
+        # it; a definition may be wrapped over several lines (clang-format).
+        for m in IMPL_OR_UNDEF_RE.finditer(text):
+            if m.group(1):
+                undefined.add(m.group(1))
                 continue
-            m = IMPL_RE.match(line)
-            if m:
-                name = m.group(1)
-                literal = internal or name in undefined
-                impl[name if literal else cuda_header.expand(name, internal=False)] = path
+            name = m.group(2)
+            literal = internal or name in undefined
+            impl[name if literal else cuda_header.expand(name, internal=False)] = path
     return impl
 
 

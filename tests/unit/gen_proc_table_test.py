@@ -122,6 +122,14 @@ class Derivation(unittest.TestCase):
         impl = GEN.scan_sources([plain, undef, internal], header)
         self.assertEqual(sorted(impl), ["cuMemAlloc_v2", "cuMemcpyHtoD", "cuRenamed"])
 
+    def test_a_definition_wrapped_over_lines_is_found(self):
+        # clang-format may break after CUDAAPI; missing it would also export
+        # the generated stub under the same name (a duplicate symbol).
+        header = GEN.Header(self.cuda_h)
+        wrapped = self.write("api_w.cc", "SIM_EXPORT CUresult CUDAAPI\n"
+                             "    cuGraphAddMemFreeNode(CUgraphNode* n,\n")
+        self.assertEqual(sorted(GEN.scan_sources([wrapped], header)), ["cuGraphAddMemFreeNode"])
+
 
 def main():
     global GEN
