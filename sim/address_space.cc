@@ -246,20 +246,17 @@ bool LookupAllocation(CUdeviceptr dptr, AllocInfo* out) {
   return AddressSpace::Get().FindAllocation(dptr, out);
 }
 
-CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out) {
-  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+namespace {
+
+// Address and backing of a linear device allocation; the caller charges it.
+CUresult MapDevice(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out) {
   AddressSpace& as = AddressSpace::Get();
   size_t size = RoundUp(bytes, kPageSize);
-  if (!Node().Reserve(device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
   CUdeviceptr va = 0;
   size_t align = size >= kVmmGranularity ? kVmmGranularity : kPageSize;
-  if (!as.AllocVa(size, align, 0, &va)) {
-    Node().Unreserve(device, size);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
+  if (!as.AllocVa(size, align, 0, &va)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!as.BackAnonymous(va, size)) {
     as.FreeVa(va, size);
-    Node().Unreserve(device, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   AllocInfo info;
@@ -274,19 +271,48 @@ CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr*
   return CUDA_SUCCESS;
 }
 
-CUresult FreeDeviceMemory(CUdeviceptr dptr) {
+// Removes a linear device allocation; its size (rounded) in *size.
+CUresult UnmapDevice(CUdeviceptr dptr, AllocInfo* info, size_t* size) {
   AddressSpace& as = AddressSpace::Get();
-  AllocInfo info;
-  if (!as.FindAllocation(dptr, &info) || info.base != dptr || info.kind != AllocKind::kDevice) {
+  if (!as.FindAllocation(dptr, info) || info->base != dptr || info->kind != AllocKind::kDevice) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (!as.RemoveAllocation(dptr, &info)) return CUDA_ERROR_INVALID_VALUE;
-  size_t size = RoundUp(info.size, kPageSize);
+  if (!as.RemoveAllocation(dptr, info)) return CUDA_ERROR_INVALID_VALUE;
+  *size = RoundUp(info->size, kPageSize);
   as.RemoveMapping(dptr);
-  as.Unback(dptr, size);
-  as.FreeVa(dptr, size);
+  as.Unback(dptr, *size);
+  as.FreeVa(dptr, *size);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out) {
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t size = RoundUp(bytes, kPageSize);
+  if (!Node().Reserve(device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = MapDevice(device, ctx, bytes, out);
+  if (r != CUDA_SUCCESS) Node().Unreserve(device, size);
+  return r;
+}
+
+CUresult FreeDeviceMemory(CUdeviceptr dptr) {
+  AllocInfo info;
+  size_t size = 0;
+  if (CUresult r = UnmapDevice(dptr, &info, &size); r != CUDA_SUCCESS) return r;
   Node().Unreserve(info.device, size);
   return CUDA_SUCCESS;
+}
+
+CUresult MapGraphMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out) {
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  return MapDevice(device, ctx, bytes, out);
+}
+
+void UnmapGraphMemory(CUdeviceptr dptr) {
+  AllocInfo info;
+  size_t size = 0;
+  UnmapDevice(dptr, &info, &size);
 }
 
 }  // namespace vgpu::sim

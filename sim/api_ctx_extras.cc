@@ -11,6 +11,7 @@
 #include "sim/context.h"
 #include "sim/ctx_events.h"
 #include "sim/event.h"
+#include "sim/graph_memory.h"
 #include "sim/sim_state.h"
 #include "sim/stream.h"
 
@@ -218,9 +219,10 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceUnregisterAsyncNotification(CUdevice device,
   return CUDA_SUCCESS;
 }
 
-// Graph memory nodes are not modelled, so no device holds graph memory to
-// give back (cuDeviceGetGraphMemAttribute reports 0 reserved).
+// Gives the device's graph pool memory that no launch holds back to the node.
 SIM_EXPORT CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device) {
   SIM_ENTER("cuDeviceGraphMemTrim");
-  return ValidDevice(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  GraphMemTrim(device);
+  return CUDA_SUCCESS;
 }

@@ -5,6 +5,7 @@
 
 #include "sim/api_common.h"
 #include "sim/copy_engine.h"
+#include "sim/graph_memory.h"
 #include "sim/sim_state.h"
 #include "sim/texture.h"
 
@@ -270,34 +271,17 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int* capa
   return CUDA_SUCCESS;
 }
 
-// No graph memory nodes exist here (cuGraphAddMemAllocNode is not modelled):
-// graphs hold and reserve no memory, and the high watermarks reset to 0.
+// The device's graph pool (graph_memory.h): used, reserved and their high watermarks.
 SIM_EXPORT CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
   SIM_ENTER("cuDeviceGetGraphMemAttribute");
   if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  switch (attr) {
-    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
-    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
-    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
-    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
-      *static_cast<cuuint64_t*>(value) = 0;
-      return CUDA_SUCCESS;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
+  return GraphMemGetAttribute(device, attr, value);
 }
 
 SIM_EXPORT CUresult CUDAAPI cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
   SIM_ENTER("cuDeviceSetGraphMemAttribute");
   if (!ValidDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  switch (attr) {
-    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
-    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
-      // "High watermark can only be reset to zero."
-      return *static_cast<const cuuint64_t*>(value) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
+  return GraphMemSetAttribute(device, attr, value);
 }

@@ -32,6 +32,8 @@ CUresult EditEdges(CUgraph hg, const CUgraphNode* from, const CUgraphNode* to,
   auto* g = reinterpret_cast<Graph*>(hg);
   if (!LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
+  // cuda.h: no edge of a graph with memory nodes can be removed.
+  if (!add && HasMemNodes(g)) return CUDA_ERROR_NOT_SUPPORTED;
   if (from == nullptr || to == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g->mu);
   std::vector<std::pair<GraphNode*, GraphNode*>> edges;
@@ -90,6 +92,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode) {
   GraphNode* node = NodeOf(hNode);
   if (node == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* g = node->owner;
+  // cuda.h: no node of a graph with memory nodes can be destroyed.
+  if (HasMemNodes(g)) return CUDA_ERROR_NOT_SUPPORTED;
   Graph* child = nullptr;
   {
     std::lock_guard<std::mutex> lock(g->mu);
@@ -114,6 +118,7 @@ SIM_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* phGraphClone, CUgraph original
   SIM_ENTER("cuGraphClone");
   auto* g = reinterpret_cast<Graph*>(originalGraph);
   if (phGraphClone == nullptr || !LiveGraph(g)) return CUDA_ERROR_INVALID_VALUE;
+  if (HasMemNodes(g)) return CUDA_ERROR_NOT_SUPPORTED;  // cuda.h: such graphs cannot be cloned
   *phGraphClone = reinterpret_cast<CUgraph>(CloneGraph(g));
   return CUDA_SUCCESS;
 }
@@ -147,6 +152,8 @@ CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps
       c->capturing != nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // A graph with memory nodes becomes a child only by moving it (it cannot be cloned).
+  if (!move && HasMemNodes(c)) return CUDA_ERROR_INVALID_VALUE;
   Graph* embedded = move ? c : CloneGraph(c);
   CUresult r = AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_GRAPH, Op{});
   if (r != CUDA_SUCCESS) {

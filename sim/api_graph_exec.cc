@@ -1,6 +1,7 @@
 // Executable graphs: instantiation, whole-graph update, per-node updates,
 // enabling and disabling nodes, launch and destruction.
 #include <mutex>
+#include <vector>
 
 #include "sim/api_common.h"
 #include "sim/context.h"
@@ -8,6 +9,7 @@
 #include "sim/external.h"
 #include "sim/graph.h"
 #include "sim/graph_api.h"
+#include "sim/graph_memory.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
@@ -16,12 +18,29 @@ namespace {
 // Instantiates g (live) into a new registered exec graph.
 CUresult Instantiate(Graph* g, unsigned long long flags, GraphExec** out,
                      const GraphNode** bad = nullptr) {
+  // cuda.h: a graph with memory nodes has one executable graph at a time.
+  const bool mem = HasMemNodes(g);
+  if (mem && g->instances->fetch_add(1) != 0) {
+    g->instances->fetch_sub(1);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   auto* e = new GraphExec();
   e->ctx = CurrentContextOrNull();
   e->flags = flags;
   if (CUresult r = BuildExec(g, e, bad); r != CUDA_SUCCESS) {
+    if (mem) g->instances->fetch_sub(1);
     delete e;
     return r;
+  }
+  if (mem) {
+    e->instances = g->instances;
+    std::vector<GraphMemStep> steps;
+    CollectMemSteps(*e, &steps);
+    for (const GraphMemStep& s : steps) {
+      if (!s.alloc) continue;
+      GraphMemRetain(s.ptr);  // the exec keeps its allocations' addresses
+      e->graph_allocs.push_back(s.ptr);
+    }
   }
   RegisterExec(e);
   *out = e;
@@ -35,6 +54,13 @@ CUresult Launch(CUgraphExec h, CUstream hs, bool ptds) {
   if (CUresult r = ResolveStream(hs, ptds, &s); r != CUDA_SUCCESS) return r;
   if (CUresult r = StickyError(s->ctx()); r != CUDA_SUCCESS) return r;
   std::lock_guard<std::mutex> lock(e->mu);
+  if (e->instances != nullptr) {  // memory nodes: allocate and free now (graph_memory.h)
+    if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    std::vector<GraphMemStep> steps;
+    CollectMemSteps(*e, &steps);
+    const bool auto_free = (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
+    if (CUresult r = GraphMemLaunch(steps, auto_free); r != CUDA_SUCCESS) return r;
+  }
   EnqueueExec(e, s);
   if (s->capture_graph() != nullptr) return CUDA_SUCCESS;
   // Remember the launch: the exec's user objects outlive it.
@@ -148,7 +174,9 @@ CUresult CheckUpdate(const GraphExec& e, const GraphExec& now, CUgraphExecUpdate
     if (x.child != nullptr && !SameShape(*x.child, *e.nodes[i].child)) {
       return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, x.node);
     }
-    if (!ParamsUpdatable(x.type, e.nodes[i].op, x.op) || !BatchUpdatable(e.nodes[i], x)) {
+    // A memory node keeps its address: the executable graph's allocation.
+    if (!ParamsUpdatable(x.type, e.nodes[i].op, x.op) || !BatchUpdatable(e.nodes[i], x) ||
+        x.mem_ptr != e.nodes[i].mem_ptr) {
       return UpdateFailed(info, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, x.node);
     }
   }
@@ -269,6 +297,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   auto* e = reinterpret_cast<GraphExec*>(hGraphExec);
   if (!UnregisterExec(e)) return CUDA_ERROR_INVALID_VALUE;
   ReleaseAfter(e->user_refs, e->launches);
+  if (e->instances != nullptr) e->instances->fetch_sub(1);
+  for (CUdeviceptr p : e->graph_allocs) GraphMemRelease(p);
   delete e;  // launches copied its ops into the stream ring
   return CUDA_SUCCESS;
 }

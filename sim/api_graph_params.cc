@@ -74,9 +74,9 @@ CUresult CheckParams(const CUgraphNodeParams* p) {
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
-      break;
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      break;
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
       return CUDA_ERROR_NOT_SUPPORTED;
     default:
@@ -130,6 +130,16 @@ CUresult AddNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, const CU
       if (CUresult r = ExtSemaOpOf(*p, &op); r != CUDA_SUCCESS) return r;
       return AddGraphNode(out, hg, deps, n, p->type, op);
     }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      // The _v2 parameters have the v1 layout (cuda.h).
+      CUDA_MEM_ALLOC_NODE_PARAMS a{p->alloc.poolProps, p->alloc.accessDescs,
+                                   p->alloc.accessDescCount, p->alloc.bytesize, 0};
+      CUresult r = AddMemAllocNode(out, hg, deps, n, &a);
+      if (r == CUDA_SUCCESS) p->alloc.dptr = a.dptr;
+      return r;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return AddMemFreeNode(out, hg, deps, n, p->free.dptr);
     default:
       return AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Op{});
   }
@@ -139,6 +149,9 @@ CUresult SetNode(GraphNode* node, CUgraphNodeParams* p) {
   if (CUresult r = CheckParams(p); r != CUDA_SUCCESS) return r;
   if (node == nullptr || node->type != p->type) return CUDA_ERROR_INVALID_VALUE;
   switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:  // cuda.h: "API unsupported" for memory nodes
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return CUDA_ERROR_NOT_SUPPORTED;
     case CU_GRAPH_NODE_TYPE_KERNEL:
       return SetKernelNode(node, KernelOf(p->kernel));
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -198,6 +211,9 @@ CUresult ExecSetNode(CUgraphExec h, CUgraphNode node, CUgraphNodeParams* p) {
     case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
       r = ExtSemaOpOf(*p, &op);
       break;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return CUDA_ERROR_NOT_SUPPORTED;
     default:
       break;
   }

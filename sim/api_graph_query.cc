@@ -345,8 +345,8 @@ SIM_EXPORT CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode,
   return CUDA_SUCCESS;
 }
 
-// The sim builds no memory allocation or free nodes (cuGraphAddMemAllocNode
-// is not modelled: graph-owned memory would bypass libvgpu's accounting).
+// The parameters an allocation node was added with, its address in dptr (a
+// captured one: the stream's device, no access descriptors).
 SIM_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
                                                          CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
   SIM_ENTER("cuGraphMemAllocNodeGetParams");
@@ -354,7 +354,10 @@ SIM_EXPORT CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
   if (node == nullptr || params_out == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(node->owner->mu);
+  *params_out = node->mem_alloc;
+  params_out->accessDescs = node->mem_access.empty() ? nullptr : node->mem_access.data();
+  return CUDA_SUCCESS;
 }
 SIM_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out) {
   SIM_ENTER("cuGraphMemFreeNodeGetParams");
@@ -362,5 +365,6 @@ SIM_EXPORT CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdev
   if (node == nullptr || dptr_out == nullptr || node->type != CU_GRAPH_NODE_TYPE_MEM_FREE) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return CUDA_ERROR_INVALID_VALUE;
+  *dptr_out = node->mem_ptr;
+  return CUDA_SUCCESS;
 }

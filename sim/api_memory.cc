@@ -6,6 +6,7 @@
 #include "sim/address_space.h"
 #include "sim/api_common.h"
 #include "sim/context.h"
+#include "sim/graph_memory.h"
 #include "sim/sim_state.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -167,6 +168,11 @@ SIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   if (info.kind == AllocKind::kManaged) return FreeHostVisible(reinterpret_cast<void*>(dptr), info.kind);
   if (info.kind != AllocKind::kDevice && info.kind != AllocKind::kExternal) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (IsGraphAllocation(dptr)) {  // its launches ran on the current context's streams
+    if (CUresult r = GraphMemFree(dptr, true); r != CUDA_SUCCESS) return r;
+    if (Context* c = CurrentContextOrNull()) SynchronizeContext(c);
+    return GraphMemFree(dptr, false);
   }
   // Like the real driver, freeing waits for work that may still use the memory.
   if (IsValidContext(info.ctx)) SynchronizeContext(AsContext(info.ctx));

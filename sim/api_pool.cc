@@ -16,6 +16,8 @@
 #include "sim/address_space.h"
 #include "sim/api_common.h"
 #include "sim/context.h"
+#include "sim/graph_api.h"
+#include "sim/graph_memory.h"
 #include "sim/mem_pool.h"
 #include "sim/sim_state.h"
 #include "sim/stream.h"
@@ -90,7 +92,11 @@ CUresult AllocFromPool(CUdeviceptr* dptr, size_t bytes, Pool* pool, CUstream h, 
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
-  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s->capture_graph() != nullptr) {
+    // Captured: a memory allocation node (graph memory, not the pool's).
+    if (pool != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return CaptureMemAlloc(s, bytes, dptr);
+  }
   if (pool == nullptr) {
     std::lock_guard<std::mutex> lock(g_mu);
     pool = DefaultPool(s->ctx()->device);
@@ -126,7 +132,11 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptds) {
   }
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
-  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (s->capture_graph() != nullptr) return CaptureMemFree(s, dptr);
+  // A graph allocation: one a launch holds and its own graph does not free.
+  if (IsGraphAllocation(dptr)) {
+    if (CUresult r = GraphMemFree(dptr, true); r != CUDA_SUCCESS) return r;
+  }
   Op* op = s->Begin();
   op->kind = OpKind::kFreeAsync;
   op->free_ptr = dptr;
@@ -190,6 +200,10 @@ CUresult SetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
 namespace vgpu::sim {
 
 void ReleaseStreamOrdered(CUdeviceptr ptr) {
+  if (IsGraphAllocation(ptr)) {
+    GraphMemFree(ptr, false);
+    return;
+  }
   AllocInfo info;
   if (!LookupAllocation(ptr, &info) || info.base != ptr) return;
   const uint64_t size = RoundUp(info.size, kPageSize);

@@ -43,6 +43,10 @@ void* Translate(CUdeviceptr dptr, size_t bytes);
 // Linear device allocation on device `device` (capacity accounted on the node).
 CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
 CUresult FreeDeviceMemory(CUdeviceptr dptr);
+// A graph allocation's address and backing, not charged on the node (its
+// graph pool charges the bytes while a launch holds them: graph_memory.cc).
+CUresult MapGraphMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
+void UnmapGraphMemory(CUdeviceptr dptr);
 // Unmaps a cuExternalMemoryGetMappedBuffer buffer (api_external.cc).
 CUresult FreeExternalBuffer(CUdeviceptr dptr);
 

@@ -86,6 +86,7 @@ void DeleteGraph(Graph* g) {
   }
   for (const auto& n : g->nodes) {
     if (n->child != nullptr) DeleteGraph(n->child);
+    if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) GraphMemRelease(n->mem_ptr);
   }
   ReleaseAll(g->user_refs);
   delete g;
@@ -151,6 +152,10 @@ CUgraphNodeType NodeTypeOf(OpKind k) {
       return CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
     case OpKind::kExtSemaWait:
       return CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT;
+    case OpKind::kGraphMemAlloc:
+      return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    case OpKind::kGraphMemFree:
+      return CU_GRAPH_NODE_TYPE_MEM_FREE;
     default:
       return CU_GRAPH_NODE_TYPE_EMPTY;
   }
@@ -175,7 +180,7 @@ GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n
   return GraphAddTypedNode(g, NodeTypeOf(op.kind), op, deps, n);
 }
 
-void GraphAppendCaptured(Graph* g, const Op& op) {
+GraphNode* GraphAppendCapturedNode(Graph* g, const Op& op) {
   std::vector<GraphNode*> deps;
   {
     std::lock_guard<std::mutex> lock(g->mu);
@@ -184,8 +189,13 @@ void GraphAppendCaptured(Graph* g, const Op& op) {
   GraphNode* node = GraphAddNode(g, op, deps.data(), deps.size());
   // A captured stream is a chain: the next node depends on this one.
   std::lock_guard<std::mutex> lock(g->mu);
+  if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+    node->mem_ptr = op.free_ptr;
   g->capture_deps.assign(1, node);
+  return node;
 }
+
+void GraphAppendCaptured(Graph* g, const Op& op) { GraphAppendCapturedNode(g, op); }
 
 namespace {
 
@@ -238,6 +248,7 @@ CUresult BuildNodes(Graph* g, GraphExec* e, const GraphNode** bad) {
     x.type = n->type;
     CopyOp(n->op, &x.op);
     CopyOps(n->batch, &x.batch);
+    x.mem_ptr = n->mem_ptr;
     for (const GraphNode* d : n->deps) x.deps.push_back(index.at(d));
     if (n->child != nullptr) {
       x.child = std::make_shared<GraphExec>();
@@ -263,6 +274,25 @@ CUresult BuildExec(Graph* g, GraphExec* e, const GraphNode** bad) {
   }
   for (const auto& [o, n] : e->user_refs) UserObjectRetain(o, n);
   return CUDA_SUCCESS;
+}
+
+bool HasMemNodes(Graph* g) {
+  std::lock_guard<std::mutex> lock(g->mu);
+  for (const auto& n : g->nodes) {
+    if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+      return true;
+    if (n->child != nullptr && HasMemNodes(n->child)) return true;
+  }
+  return false;
+}
+
+void CollectMemSteps(const GraphExec& e, std::vector<GraphMemStep>* steps) {
+  for (size_t i : e.order) {
+    const ExecNode& n = e.nodes[i];
+    if (n.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) steps->push_back({true, n.mem_ptr});
+    if (n.type == CU_GRAPH_NODE_TYPE_MEM_FREE) steps->push_back({false, n.mem_ptr});
+    if (n.child != nullptr) CollectMemSteps(*n.child, steps);
+  }
 }
 
 bool SameShape(const GraphExec& a, const GraphExec& b) {
@@ -321,6 +351,8 @@ void EnqueueExec(GraphExec* e, Stream* s) {
     if (!n.enabled) continue;
     switch (n.type) {
       case CU_GRAPH_NODE_TYPE_EMPTY:
+      case CU_GRAPH_NODE_TYPE_MEM_ALLOC:  // done at the launch call (graph_memory.h)
+      case CU_GRAPH_NODE_TYPE_MEM_FREE:
         break;
       case CU_GRAPH_NODE_TYPE_GRAPH:
         EnqueueExec(n.child.get(), s);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/graph_memory.h"
 #include "sim/stream.h"
 
 namespace vgpu::sim {
@@ -60,6 +61,11 @@ struct GraphNode {
   std::vector<Op> batch;
   std::vector<CUstreamBatchMemOpParams> batch_params;
   CUcontext batch_ctx = nullptr;
+  // A memory allocation node: its allocation's address and the parameters it
+  // was given (access descriptors kept here); a memory free node: the address.
+  CUdeviceptr mem_ptr = 0;
+  CUDA_MEM_ALLOC_NODE_PARAMS mem_alloc{};
+  std::vector<CUmemAccessDesc> mem_access;
 };
 
 struct Graph {
@@ -74,6 +80,8 @@ struct Graph {
   // The dependencies of the next captured node (the capture's open ends).
   std::vector<GraphNode*> capture_deps;
   UserRefs user_refs;
+  // Executable graphs of this graph that exist (one at most if it has memory nodes).
+  std::shared_ptr<std::atomic<int>> instances = std::make_shared<std::atomic<int>>(0);
 };
 
 struct GraphExec;
@@ -86,6 +94,7 @@ struct ExecNode {
   std::shared_ptr<GraphExec> child;  // CU_GRAPH_NODE_TYPE_GRAPH
   bool enabled = true;
   std::vector<Op> batch;  // an explicit batch memory operation node's operations
+  CUdeviceptr mem_ptr = 0;  // a memory allocation or free node's address
 };
 
 struct GraphExec {
@@ -96,6 +105,10 @@ struct GraphExec {
   Context* ctx = nullptr;
   UserRefs user_refs;               // the graph's (and its child graphs') at instantiation
   std::vector<StreamDep> launches;  // the latest launch on each stream
+  // A graph with memory nodes: its instance count, and the allocations this
+  // exec holds the addresses of (graph_memory.h).
+  std::shared_ptr<std::atomic<int>> instances;
+  std::vector<CUdeviceptr> graph_allocs;
 };
 
 // The registry of live graph handles.
@@ -106,8 +119,15 @@ void DeleteGraph(Graph* g);
 // A copy of g (nodes, edges, child graphs, user object references), registered.
 Graph* CloneGraph(Graph* g);
 
+// True if g or a graph nested in it has a memory allocation or free node.
+bool HasMemNodes(Graph* g);
+// The allocation and free nodes of e (and of its child graphs) in launch order.
+void CollectMemSteps(const GraphExec& e, std::vector<GraphMemStep>* steps);
+
 // Called by Stream::Commit while the stream captures.
 void GraphAppendCaptured(Graph* g, const Op& op);
+// The same for work captured without the stream's ring (memory nodes); returns the node.
+GraphNode* GraphAppendCapturedNode(Graph* g, const Op& op);
 // Adds a node holding a copy of op (its stream dependencies dropped).
 GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n);
 // Adds a node of the given type (event record/wait, child graph: op carries no work).

@@ -41,6 +41,15 @@ CUresult AddChildGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps
 CUresult AddEventNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
                       CUgraphNodeType type, CUevent ev);
 
+// Memory allocation and free nodes (api_graph_memnodes.cc): added explicitly,
+// or captured from cuMemAllocAsync/cuMemFreeAsync on a capturing stream.
+CUresult AddMemAllocNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                         CUDA_MEM_ALLOC_NODE_PARAMS* p);
+CUresult AddMemFreeNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                        CUdeviceptr dptr);
+CUresult CaptureMemAlloc(Stream* s, size_t bytes, CUdeviceptr* dptr);
+CUresult CaptureMemFree(Stream* s, CUdeviceptr dptr);
+
 // Replaces a graph node's parameters (the node's type must match).
 CUresult SetKernelNode(GraphNode* node, const CUDA_KERNEL_NODE_PARAMS& p);
 CUresult SetMemcpyNode(GraphNode* node, const CUDA_MEMCPY3D& p);

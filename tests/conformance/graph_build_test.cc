@@ -713,9 +713,9 @@ class SimGraphBuildTest : public GraphBuildTest {
 TEST_F(SimGraphBuildTest, UnmodelledNodeTypesAreNotSupported) {
   CUgraphNodeParams p{};
   CUgraphNode n = nullptr;
-  // External semaphore nodes are modelled (external_test.cc).
-  for (CUgraphNodeType t : {CU_GRAPH_NODE_TYPE_MEM_ALLOC, CU_GRAPH_NODE_TYPE_MEM_FREE,
-                            CU_GRAPH_NODE_TYPE_CONDITIONAL}) {
+  // External semaphore nodes (external_test.cc) and memory nodes
+  // (graph_memnodes_test.cc) are modelled.
+  for (CUgraphNodeType t : {CU_GRAPH_NODE_TYPE_CONDITIONAL}) {
     p.type = t;
     EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuGraphAddNode(&n, g_, nullptr, nullptr, 0, &p)) << t;
   }
