@@ -36,7 +36,11 @@
   X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)       \
   X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)         \
   X(cuMemGetInfo_v2) X(cuMemPoolCreate) X(cuMemGetAllocationGranularity)         \
-  X(cuGraphAddNode) X(cuGraphAddNode_v2)                                         \
+  /* graph memory: charged for the driver's graph pool (intercept/graph_memory.h) */ \
+  X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuGraphAddMemAllocNode)               \
+  X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)                 \
+  X(cuGraphInstantiateWithParams_ptsz) X(cuGraphInstantiate) X(cuGraphInstantiate_v2) \
+  X(cuGraphExecDestroy) X(cuDeviceGraphMemTrim)                                  \
   X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetAllocationPropertiesFromHandle)  \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes)                             \
   /* launches: governed by the compute share, inside the quiesce gate */          \
@@ -86,7 +90,7 @@
 #define VGPU_CU_DEVICE_REFUSED(X)                                                 \
   X(cuArrayGetMemoryRequirements) X(cuDeviceGetGraphMemAttribute)                \
   X(cuDeviceGetHostAtomicCapabilities) X(cuDeviceGetNvSciSyncAttributes)         \
-  X(cuDeviceGetP2PAtomicCapabilities) X(cuDeviceGraphMemTrim)                    \
+  X(cuDeviceGetP2PAtomicCapabilities) X(cuGraphMemAllocNodeGetParams)            \
   X(cuDeviceSetGraphMemAttribute) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
   X(cuKernelSetCacheConfig) X(cuMemAdvise) X(cuMemAdvise_v2)                     \
   X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemDiscardAndPrefetchBatchAsync_ptsz) \
@@ -108,15 +112,6 @@
   X(cuLaunch) X(cuLaunchGrid) X(cuLaunchGridAsync) X(cuMemGetInfo)               \
   X(cuDeviceTotalMem)
 
-// Entry points that would take device memory outside libvgpu's accounting
-// on a current driver: explicit graph memory allocation nodes (their memory
-// is allocated by each launch, from the driver's graph pool, and freed by free
-// nodes libvgpu does not see). Always refused with CUDA_ERROR_NOT_SUPPORTED,
-// like the legacy names above; the generic cuGraphAddNode(_v2) hooks refuse
-// CU_GRAPH_NODE_TYPE_MEM_ALLOC. Allocations captured from cuMemAllocAsync
-// are charged at capture (intercept/hooks_memory.cc).
-#define VGPU_CU_UNACCOUNTED_REFUSED(X) X(cuGraphAddMemAllocNode)
-
 // Not hooked but reached internally (through the same typed table).
 #define VGPU_CU_INTERNAL(X)                                                      \
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
@@ -126,6 +121,9 @@
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
   X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)           \
   X(cuCtxFromGreenCtx)                                                           \
+  /* graph memory accounting: a graph's allocation nodes, the device's graph pool */ \
+  X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphMemAllocNodeGetParams)        \
+  X(cuGraphChildGraphNodeGetGraph) X(cuDeviceGetGraphMemAttribute)               \
   /* the driver checkpoint API, called by vgpuctl on a job's pid (migration) */  \
   X(cuCheckpointProcessGetState) X(cuCheckpointProcessLock)                      \
   X(cuCheckpointProcessCheckpoint) X(cuCheckpointProcessRestore)                 \

@@ -85,8 +85,16 @@ enum : unsigned {
   P(cuMemGetMemPool, kDeviceMap, "query")                                                       \
   P(cuMemSetMemPool, kDeviceMap, "selects a pool; allocates nothing")                           \
   P(cuMemGetAllocationGranularity, kDeviceMap, "query")                                         \
-  P(cuGraphAddNode, kUngated, "builds a graph; memory allocation nodes are refused")          \
-  P(cuGraphAddNode_v2, kUngated, "builds a graph; memory allocation nodes are refused")       \
+  P(cuGraphAddNode, kDeviceMap, "builds a graph (an allocation node's devices translated)")   \
+  P(cuGraphAddNode_v2, kDeviceMap, "builds a graph (an allocation node's devices translated)") \
+  P(cuGraphAddMemAllocNode, kDeviceMap, "an address only: a launch takes the memory")          \
+  P(cuGraphInstantiateWithFlags, kUngated, "notes the allocation nodes; takes no memory")       \
+  P(cuGraphInstantiateWithParams, kUngated, "notes the allocation nodes; takes no memory")      \
+  P(cuGraphInstantiateWithParams_ptsz, kUngated, "notes the allocation nodes; takes no memory") \
+  P(cuGraphInstantiate, kUngated, "notes the allocation nodes; takes no memory")                \
+  P(cuGraphInstantiate_v2, kUngated, "notes the allocation nodes; takes no memory")             \
+  P(cuGraphExecDestroy, kQuota, "settles the graph pool's charge")                               \
+  P(cuDeviceGraphMemTrim, kDeviceMap | kQuota, "gives cached graph memory back")                 \
   P(cuMemPoolCreate, kDeviceMap, "a pool reserves nothing until an allocation (gated)")         \
   P(cuMemSetAccess, kDeviceMap, "mapping rights; VMM memory of the application is refused")     \
   P(cuMemGetAccess, kDeviceMap, "query")                                                        \
@@ -140,8 +148,8 @@ enum : unsigned {
   P(cuLaunchKernelEx_ptsz, kShare | kGate, "")                                                  \
   P(cuLaunchCooperativeKernel, kShare | kGate, "")                                              \
   P(cuLaunchCooperativeKernel_ptsz, kShare | kGate, "")                                         \
-  P(cuGraphLaunch, kShare | kGate, "")                                                          \
-  P(cuGraphLaunch_ptsz, kShare | kGate, "")                                                     \
+  P(cuGraphLaunch, kShare | kGate | kQuota, "")                                                 \
+  P(cuGraphLaunch_ptsz, kShare | kGate | kQuota, "")                                            \
   /* NVML: no CUDA device memory, no work */                                                   \
   P(nvmlShutdown, kUngated, "NVML")                                                             \
   P(nvmlInit, kUngated, "NVML")                                                                 \

@@ -5,6 +5,7 @@
 #include "intercept/node_devices.h"
 #include "intercept/compute_share.h"
 #include "intercept/current_context.h"
+#include "intercept/graph_memory.h"
 #include "intercept/hooks.h"
 #include "intercept/residency.h"
 
@@ -61,14 +62,24 @@ VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCoo
   return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
+// A graph with memory allocation nodes takes memory at launch: the quota is
+// charged around the real call (intercept/graph_memory.h), off the fast path.
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   Govern(hStream, false);
   vgpu::residency::GateGuard gate;
-  return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
+  if (!vgpu::graph_memory::Active()) return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    vgpu::graph_memory::LaunchScope charge(hGraphExec);
+    return charge.ok() ? REAL_CALL(cuGraphLaunch, hGraphExec, hStream) : CUDA_ERROR_OUT_OF_MEMORY;
+  });
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   Govern(hStream, true);
   vgpu::residency::GateGuard gate;
-  return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
+  if (!vgpu::graph_memory::Active()) return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    vgpu::graph_memory::LaunchScope charge(hGraphExec);
+    return charge.ok() ? REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream) : CUDA_ERROR_OUT_OF_MEMORY;
+  });
 }

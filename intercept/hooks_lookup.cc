@@ -62,8 +62,7 @@ const char* SymbolFor(const char* name, int version, cuuint64_t flags) {
 CUresult CUDAAPI Refuse() { return CUDA_ERROR_NOT_SUPPORTED; }
 
 #define VGPU_NAME(sym) #sym,
-constexpr const char* kAlwaysRefused[] = {VGPU_CU_LEGACY_REFUSED(VGPU_NAME)
-                                              VGPU_CU_UNACCOUNTED_REFUSED(VGPU_NAME)};
+constexpr const char* kAlwaysRefused[] = {VGPU_CU_LEGACY_REFUSED(VGPU_NAME)};
 constexpr const char* kRefusedWhenRemapped[] = {VGPU_CU_DEVICE_REFUSED(VGPU_NAME)};
 #undef VGPU_NAME
 
@@ -171,5 +170,4 @@ extern "C" __attribute__((visibility("default"), no_sanitize("address", "undefin
   CUresult CUDAAPI vgpu_legacy_##sym() __asm__(#sym); \
   extern "C" CUresult CUDAAPI vgpu_legacy_##sym() { return CUDA_ERROR_NOT_SUPPORTED; }
 VGPU_CU_LEGACY_REFUSED(VGPU_LEGACY_EXPORT)
-VGPU_CU_UNACCOUNTED_REFUSED(VGPU_LEGACY_EXPORT)
 #undef VGPU_LEGACY_EXPORT

@@ -16,6 +16,7 @@
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
 #include "common/log.h"
+#include "intercept/quota.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -285,7 +286,15 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
 
 CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool pool, bool ptsz) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (VmmOn() && !Capturing(h)) {
+  if (Capturing(h)) {
+    // Captured, it is a graph allocation node: an address now, memory when a
+    // launch takes it, charged then (intercept/graph_memory.h).
+    return pool == nullptr
+               ? (ptsz ? REAL_CALL(cuMemAllocAsync_ptsz, dptr, bytes, h) : REAL_CALL(cuMemAllocAsync, dptr, bytes, h))
+               : (ptsz ? REAL_CALL(cuMemAllocFromPoolAsync_ptsz, dptr, bytes, pool, h)
+                       : REAL_CALL(cuMemAllocFromPoolAsync, dptr, bytes, pool, h));
+  }
+  if (VmmOn()) {
     Where w;
     if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
     CUmemoryPool p = pool;
@@ -308,6 +317,10 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
 }
 
 }  // namespace
+
+bool ChargeQuota(int device, uint64_t bytes) { return Reserve(device, bytes); }
+void ReleaseQuota(int device, uint64_t bytes) { Unreserve(device, bytes); }
+
 }  // namespace vgpu
 
 using vgpu::ChargeKind;
@@ -552,28 +565,5 @@ VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRan
       return CUDA_SUCCESS;
     }
     return REAL_CALL(cuMemGetAddressRange_v2, pbase, psize, dptr);
-  });
-}
-
-// The generic node API could add a memory allocation node, which
-// cuGraphAddMemAllocNode (refused, driver/hook_list.h) cannot: the same
-// refusal. Every other node type is the driver's.
-namespace {
-bool AllocationNode(const CUgraphNodeParams* p) {
-  return p != nullptr && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC;
-}
-}  // namespace
-
-VGPU_HOOK(cuGraphAddNode) CUresult CUDAAPI vgpu_hook_cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, size_t numDependencies, CUgraphNodeParams* nodeParams) {
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
-    if (AllocationNode(nodeParams)) return CUDA_ERROR_NOT_SUPPORTED;
-    return REAL_CALL(cuGraphAddNode, phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
-  });
-}
-
-VGPU_HOOK(cuGraphAddNode_v2) CUresult CUDAAPI vgpu_hook_cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams) {
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
-    if (AllocationNode(nodeParams)) return CUDA_ERROR_NOT_SUPPORTED;
-    return REAL_CALL(cuGraphAddNode_v2, phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
   });
 }

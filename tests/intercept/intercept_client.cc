@@ -66,10 +66,17 @@
 //                        stdin has a line or EOF:
 //                        watch.max= watch.samples=
 //   legacy               the CUDA 3.x names libvgpu refuses: legacy.same.<sym>= legacy.meminfo=
-//   graphmem             graph memory allocation nodes: graphmem.alloc= (cuGraphAddMemAllocNode
-//                        rc), graphmem.alloc_lib= / graphmem.add_lib= (the library that
-//                        defines the function dlsym gives), graphmem.generic= (cuGraphAddNode_v2
-//                        of a MEM_ALLOC node), graphmem.empty= (of an EMPTY node)
+//   graphmem             graph memory allocation nodes and their launches' charge (rcs):
+//                        graphmem.alloc= (cuGraphAddMemAllocNode, 64 MiB), graphmem.alloc_lib=
+//                        / graphmem.add_lib= (the library defining what dlsym gives),
+//                        graphmem.generic= (cuGraphAddNode_v2 of a 128 MiB MEM_ALLOC node),
+//                        graphmem.empty= (of an EMPTY node), graphmem.launch=, then 48 MiB
+//                        cuMemAlloc tries: held_alloc= (launch holds 64), free= (cuMemFree of
+//                        the graph allocation), cached_alloc=, trim=, trimmed_alloc=;
+//                        graphmem.big_launch= (the 128 MiB graph); a graph captured from
+//                        cuMemAllocAsync/FreeAsync of 64 MiB: captured_alloc=,
+//                        capturing_alloc=, captured_launch=, captured_cached_alloc=,
+//                        captured_trimmed_alloc=
 //   exit:N               _exit(N) immediately
 #include <cuda.h>
 #include <dlfcn.h>
@@ -424,18 +431,34 @@ const char* LibraryOf(void* fn) {
   return "other";
 }
 
-// Graph memory allocation nodes, explicit and through the generic node API.
+// Graph memory allocation nodes, explicit and through the generic node API,
+// and what their launches charge: a graph allocating 64 MiB is instantiated
+// and launched, then 48 MiB allocations are tried while the launch holds its
+// allocation, after it was freed (the pool keeps it) and after a trim; then a
+// graph allocating 128 MiB is launched.
 void GraphMemNodes() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  auto alloc = reinterpret_cast<decltype(&::cuGraphAddMemAllocNode)>(dlsym(h, "cuGraphAddMemAllocNode"));
-  auto add = reinterpret_cast<decltype(&::cuGraphAddNode_v2)>(dlsym(h, "cuGraphAddNode_v2"));
-  Out("graphmem.alloc_lib=%s", LibraryOf(reinterpret_cast<void*>(alloc)));
-  Out("graphmem.add_lib=%s", LibraryOf(reinterpret_cast<void*>(add)));
-  auto create = reinterpret_cast<decltype(&::cuGraphCreate)>(dlsym(h, "cuGraphCreate"));
-  auto destroy = reinterpret_cast<decltype(&::cuGraphDestroy)>(dlsym(h, "cuGraphDestroy"));
-  CUgraph g = nullptr;
-  if (alloc == nullptr || add == nullptr || create == nullptr || destroy == nullptr ||
-      create(&g, 0) != CUDA_SUCCESS) {
+#define VGPU_SYM(name) auto name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name))
+  VGPU_SYM(cuGraphAddMemAllocNode);
+  VGPU_SYM(cuGraphAddNode_v2);
+  VGPU_SYM(cuGraphCreate);
+  VGPU_SYM(cuGraphDestroy);
+  VGPU_SYM(cuGraphInstantiateWithFlags);
+  VGPU_SYM(cuGraphLaunch);
+  VGPU_SYM(cuGraphExecDestroy);
+  VGPU_SYM(cuDeviceGraphMemTrim);
+  VGPU_SYM(cuStreamCreate);
+  VGPU_SYM(cuStreamBeginCapture_v2);
+  VGPU_SYM(cuStreamEndCapture);
+#undef VGPU_SYM
+  Out("graphmem.alloc_lib=%s", LibraryOf(reinterpret_cast<void*>(cuGraphAddMemAllocNode)));
+  Out("graphmem.add_lib=%s", LibraryOf(reinterpret_cast<void*>(cuGraphAddNode_v2)));
+  CUgraph g = nullptr, big = nullptr;
+  if (cuGraphAddMemAllocNode == nullptr || cuGraphAddNode_v2 == nullptr || cuGraphCreate == nullptr ||
+      cuGraphDestroy == nullptr || cuGraphInstantiateWithFlags == nullptr || cuGraphLaunch == nullptr ||
+      cuGraphExecDestroy == nullptr || cuDeviceGraphMemTrim == nullptr || cuStreamCreate == nullptr ||
+      cuStreamBeginCapture_v2 == nullptr || cuStreamEndCapture == nullptr ||
+      cuGraphCreate(&g, 0) != CUDA_SUCCESS || cuGraphCreate(&big, 0) != CUDA_SUCCESS) {
     return;
   }
   CUDA_MEM_ALLOC_NODE_PARAMS p{};
@@ -443,16 +466,56 @@ void GraphMemNodes() {
   p.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
   p.bytesize = 64 << 20;
   CUgraphNode n = nullptr;
-  Out("graphmem.alloc=%d", static_cast<int>(alloc(&n, g, nullptr, 0, &p)));
+  Out("graphmem.alloc=%d", static_cast<int>(cuGraphAddMemAllocNode(&n, g, nullptr, 0, &p)));
   CUgraphNodeParams np{};
   np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
   np.alloc.poolProps = p.poolProps;
-  np.alloc.bytesize = p.bytesize;
-  Out("graphmem.generic=%d", static_cast<int>(add(&n, g, nullptr, nullptr, 0, &np)));
+  np.alloc.bytesize = 128 << 20;
+  Out("graphmem.generic=%d", static_cast<int>(cuGraphAddNode_v2(&n, big, nullptr, nullptr, 0, &np)));
   np = CUgraphNodeParams{};
   np.type = CU_GRAPH_NODE_TYPE_EMPTY;
-  Out("graphmem.empty=%d", static_cast<int>(add(&n, g, nullptr, nullptr, 0, &np)));
-  destroy(g);
+  Out("graphmem.empty=%d", static_cast<int>(cuGraphAddNode_v2(&n, g, nullptr, nullptr, 0, &np)));
+  auto try_alloc = [](const char* key) {
+    CUdeviceptr d = 0;
+    CUresult r = api.cuMemAlloc_v2(&d, 48 << 20);
+    Out("graphmem.%s=%d", key, static_cast<int>(r));
+    if (r == CUDA_SUCCESS) api.cuMemFree_v2(d);
+  };
+  CUgraphExec e = nullptr, be = nullptr;
+  Out("graphmem.instantiate=%d", static_cast<int>(cuGraphInstantiateWithFlags(&e, g, 0)));
+  Out("graphmem.launch=%d", static_cast<int>(cuGraphLaunch(e, nullptr)));
+  api.cuCtxSynchronize();
+  try_alloc("held_alloc");
+  Out("graphmem.free=%d", static_cast<int>(api.cuMemFree_v2(p.dptr)));
+  try_alloc("cached_alloc");
+  Out("graphmem.trim=%d", static_cast<int>(cuDeviceGraphMemTrim(0)));
+  try_alloc("trimmed_alloc");
+  Out("graphmem.big_instantiate=%d", static_cast<int>(cuGraphInstantiateWithFlags(&be, big, 0)));
+  Out("graphmem.big_launch=%d", static_cast<int>(cuGraphLaunch(be, nullptr)));
+  api.cuCtxSynchronize();
+  // Captured: cuMemAllocAsync and cuMemFreeAsync of 64 MiB in the graph.
+  CUstream s = nullptr;
+  CUgraph cap = nullptr;
+  CUgraphExec ce = nullptr;
+  CUdeviceptr d = 0;
+  cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  Out("graphmem.captured_alloc=%d", static_cast<int>(api.cuMemAllocAsync(&d, 64 << 20, s)));
+  api.cuMemFreeAsync(d, s);
+  cuStreamEndCapture(s, &cap);
+  try_alloc("capturing_alloc");  // capture took nothing
+  cuGraphInstantiateWithFlags(&ce, cap, 0);
+  Out("graphmem.captured_launch=%d", static_cast<int>(cuGraphLaunch(ce, s)));
+  api.cuCtxSynchronize();
+  try_alloc("captured_cached_alloc");  // freed in the graph, kept by the pool
+  cuDeviceGraphMemTrim(0);
+  try_alloc("captured_trimmed_alloc");
+  cuGraphExecDestroy(ce);
+  cuGraphDestroy(cap);
+  cuGraphExecDestroy(e);
+  cuGraphExecDestroy(be);
+  cuGraphDestroy(g);
+  cuGraphDestroy(big);
 }
 
 void RunOp(State& s, const std::string& op) {

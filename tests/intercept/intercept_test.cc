@@ -163,20 +163,52 @@ TEST_F(InterceptTest, LegacyEntryPointsOutsideTheAccountingAreRefused) {
 // outside the quota: refused under libvgpu, by name and through the generic
 // node API, which still builds every other node. (The simulated node does
 // not model them either, so where the function comes from is what tells.)
-TEST_F(InterceptTest, GraphMemoryAllocationNodesAreRefused) {
+// Graph memory is charged when a launch takes it, for as long as the
+// driver's graph pool keeps it (until cuDeviceGraphMemTrim), and a launch the
+// quota cannot hold fails with nothing taken. Quota 96 MiB: a 64 MiB graph
+// allocation leaves no room for 48 MiB more.
+TEST_F(InterceptTest, GraphMemoryIsChargedFromLaunchToTrim) {
   const PathParam& p = kPaths[0];
   RunResult plain = Client(p, {"init", "ctx:0", "graphmem"}, Env(false));
   ASSERT_CLEAN_EXIT(plain);
   EXPECT_EQ(plain.out.Get("graphmem.alloc_lib"), "libcuda") << plain.Describe();
-  EXPECT_EQ(plain.out.Get("graphmem.add_lib"), "libcuda") << plain.Describe();
+  EXPECT_EQ(plain.out.Get("graphmem.held_alloc"), "0") << plain.Describe();  // no quota
   RunResult r = Client(p, {"init", "ctx:0", "graphmem"},
-                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=64MiB"}));
+                       Env(true, {"VGPU_DEVICE_MEMORY_LIMIT=96MiB"}));
   ASSERT_CLEAN_EXIT(r);
   EXPECT_EQ(r.out.Get("graphmem.alloc_lib"), "libvgpu") << r.Describe();
   EXPECT_EQ(r.out.Get("graphmem.add_lib"), "libvgpu") << r.Describe();
-  EXPECT_EQ(r.out.Get("graphmem.alloc"), "801") << r.Describe();  // CUDA_ERROR_NOT_SUPPORTED
-  EXPECT_EQ(r.out.Get("graphmem.generic"), "801") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.alloc"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.generic"), "0") << r.Describe();
   EXPECT_EQ(r.out.Get("graphmem.empty"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.launch"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.held_alloc"), "2") << r.Describe();  // CUDA_ERROR_OUT_OF_MEMORY
+  EXPECT_EQ(r.out.Get("graphmem.free"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.cached_alloc"), "2") << r.Describe();  // the pool keeps it
+  EXPECT_EQ(r.out.Get("graphmem.trim"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.trimmed_alloc"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.big_launch"), "2") << r.Describe();  // 128 MiB > 96 MiB
+  // Captured allocations: nothing at capture, the launch's pool afterwards.
+  EXPECT_EQ(r.out.Get("graphmem.captured_alloc"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.capturing_alloc"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.captured_launch"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.captured_cached_alloc"), "2") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.captured_trimmed_alloc"), "0") << r.Describe();
+}
+
+// With the device set remapped, an allocation node naming device 0 takes its
+// memory on the physical device 0 stands for, and that device's quota pays.
+TEST_F(InterceptTest, GraphMemoryOfARemappedDeviceIsChargedToIt) {
+  const PathParam& p = kPaths[0];
+  RunResult r = Client(p, {"init", "ctx:0", "graphmem"},
+                       Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_VISIBLE_DEVICES=2",
+                                  "VGPU_DEVICE_MEMORY_LIMIT=96MiB"}));
+  ASSERT_CLEAN_EXIT(r);
+  EXPECT_EQ(r.out.Get("graphmem.launch"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.held_alloc"), "2") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.trim"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.trimmed_alloc"), "0") << r.Describe();
+  EXPECT_EQ(r.out.Get("graphmem.big_launch"), "2") << r.Describe();
 }
 
 TEST_F(InterceptTest, HookOfEntryPointMissingInDriverFailsCleanly) {
