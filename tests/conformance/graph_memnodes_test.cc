@@ -293,9 +293,7 @@ TEST_F(GraphMemNodeTest, GenericAddNodeMakesMemoryNodes) {
   EXPECT_TRUE(AllEqual(out_, 4));
 }
 
-// cuMemAllocAsync/cuMemFreeAsync on a capturing stream make memory nodes. (A
-// suite of its own: libvgpu refuses explicit allocation nodes, not captured
-// ones, so the conformance runs under it keep this one.)
+// cuMemAllocAsync/cuMemFreeAsync on a capturing stream make memory nodes.
 class GraphMemCaptureTest : public GraphMemNodeTest {};
 
 TEST_F(GraphMemCaptureTest, CapturedStreamOrderedAllocationBecomesMemoryNodes) {
