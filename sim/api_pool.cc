@@ -133,10 +133,9 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
   if (s->capture_graph() != nullptr) return CaptureMemFree(s, dptr);
-  // A graph allocation: one a launch holds and its own graph does not free.
-  if (IsGraphAllocation(dptr)) {
-    if (CUresult r = GraphMemFree(dptr, true); r != CUDA_SUCCESS) return r;
-  }
+  // A graph allocation is freed at the call, as launches allocate at theirs
+  // (graph_memory.h): a launch queued after this free may allocate it again.
+  if (IsGraphAllocation(dptr)) return GraphMemFree(dptr, false);
   Op* op = s->Begin();
   op->kind = OpKind::kFreeAsync;
   op->free_ptr = dptr;
@@ -200,10 +199,6 @@ CUresult SetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
 namespace vgpu::sim {
 
 void ReleaseStreamOrdered(CUdeviceptr ptr) {
-  if (IsGraphAllocation(ptr)) {
-    GraphMemFree(ptr, false);
-    return;
-  }
   AllocInfo info;
   if (!LookupAllocation(ptr, &info) || info.base != ptr) return;
   const uint64_t size = RoundUp(info.size, kPageSize);

@@ -43,8 +43,8 @@ struct GraphMemStep {
 // CUDA_ERROR_INVALID_VALUE. No room on a device: CUDA_ERROR_OUT_OF_MEMORY and
 // nothing changed.
 CUresult GraphMemLaunch(const std::vector<GraphMemStep>& steps, bool auto_free);
-// cuMemFree or a reached cuMemFreeAsync of a graph allocation. check_only
-// validates without freeing (cuMemFreeAsync's call, before stream order).
+// cuMemFree or cuMemFreeAsync of a graph allocation (both at the call).
+// check_only validates without freeing.
 CUresult GraphMemFree(CUdeviceptr base, bool check_only);
 
 // cuDeviceGetGraphMemAttribute / cuDeviceSetGraphMemAttribute / cuDeviceGraphMemTrim.
