@@ -112,6 +112,15 @@ void Settle(int device) {
   SettleLocked(device);
 }
 
+void TrimUnused() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (int d = 0; d < kDevices; ++d) {
+    if (g_charged[d] == 0) continue;
+    REAL_CALL(cuDeviceGraphMemTrim, d);
+    SettleLocked(d);
+  }
+}
+
 LaunchScope::LaunchScope(CUgraphExec exec) {
   g_mu.lock();
   auto it = g_execs->find(exec);

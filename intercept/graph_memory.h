@@ -16,7 +16,8 @@
 // The charge is never below what the pool holds after a settled launch (on
 // a real driver the pool may round up beyond the nodes' sizes; that excess is
 // charged after the launch and logged if the quota cannot hold it). Graph pool
-// memory is driver memory: suspend and checkpoint refuse while it is held.
+// memory is driver memory: suspend and checkpoint trim the pools' cached part
+// (TrimUnused) and refuse while a launch's allocations are held.
 // Launches of graphs without allocation nodes pay one relaxed atomic load.
 #pragma once
 
@@ -35,6 +36,10 @@ void OnInstantiated(CUgraphExec exec, CUgraph graph);
 void OnDestroyed(CUgraphExec exec);
 // The pool of physical device `device` may have shrunk (trim).
 void Settle(int device);
+// Gives back what the pools hold unused (cuDeviceGraphMemTrim) and settles:
+// before suspend or checkpoint, so that only graph memory a launch still
+// holds keeps the process from being moved.
+void TrimUnused();
 
 // Around one launch of an executable graph: if it has allocation nodes, holds
 // the accounting's lock, reserves what the launch can add to the pools

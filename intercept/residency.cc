@@ -25,6 +25,7 @@
 #include "driver/cu_status.h"
 #include "driver/real_driver.h"
 #include "common/log.h"
+#include "intercept/graph_memory.h"
 #include "intercept/residency_staging.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -105,11 +106,13 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
 }
 
 Result RefuseNonMigratable() {
+  graph_memory::TrimUnused();  // a graph pool's cached memory need not stop a suspend
   uint64_t n = NonMigratableBytes();
   if (n == 0) return Result::Ok();
   return Result::Error(ErrorCode::kBusy, "process holds " + std::to_string(n) +
                                     " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
-                                    "imported or self-mapped memory, or any allocation with VGPU_VMM=off)");
+                                    "imported or self-mapped memory, graph memory a launch holds, or any "
+                                    "allocation with VGPU_VMM=off)");
 }
 
 // Appends a suspended allocation from its host copy.

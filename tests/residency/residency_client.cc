@@ -9,6 +9,10 @@
 //                      "iterations=<n> errors=<m>" and exits 0 iff no errors.
 //   pitch FILE         holds one cuMemAllocPitch buffer until FILE exists
 //                      (prints "ready" once it has it), then frees it.
+//   graphmem FILE      launches a graph whose allocation node (8 MiB) it does
+//                      not free: prints "ready held", waits for FILE.1, frees
+//                      the allocation (the graph pool keeps it cached), prints
+//                      "freed", waits for FILE.2; exits 0 iff every call worked.
 //   overquota FILE     allocates 40 MiB, then 40 MiB more, which a 64 MiB
 //                      quota refuses; prints "ready refused=1" and waits for
 //                      FILE; exits 0 iff the second allocation was refused.
@@ -160,6 +164,31 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     while (access(argv[2], F_OK) != 0) usleep(2000);
     CU(cuMemFree(p));
+    return 0;
+  }
+  if (mode == "graphmem" && argc >= 3) {
+    CUgraph g = nullptr;
+    CUgraphExec e = nullptr;
+    CUgraphNode n = nullptr;
+    CU(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p{};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    p.bytesize = 8 << 20;
+    CU(cuGraphAddMemAllocNode(&n, g, nullptr, 0, &p));
+    CU(cuGraphInstantiate(&e, g, 0));
+    CU(cuGraphLaunch(e, nullptr));
+    CU(cuCtxSynchronize());
+    std::printf("ready held\n");
+    std::fflush(stdout);
+    const std::string stop = argv[2];
+    while (access((stop + ".1").c_str(), F_OK) != 0) usleep(2000);
+    CU(cuMemFree(p.dptr));
+    std::printf("freed\n");
+    std::fflush(stdout);
+    while (access((stop + ".2").c_str(), F_OK) != 0) usleep(2000);
+    CU(cuGraphExecDestroy(e));
+    CU(cuGraphDestroy(g));
     return 0;
   }
   if ((mode == "ctxwork" || mode == "greenwork") && argc >= 3) {

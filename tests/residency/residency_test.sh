@@ -429,6 +429,27 @@ pitch)
   wait $child; st=$?; child=
   [ $st -eq 0 ] || { cat "$work/pitch.out"; fail "pitch client failed"; }
   ;;
+graph_memory)
+  # Graph memory a launch holds is the driver's: suspend refuses (busy, exit 5);
+  # once the allocation is freed, the pool's cached copy is trimmed and the
+  # process suspends and resumes.
+  VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" graphmem "$work/stop" >"$work/graph.out" 2>&1 &
+  child=$!
+  wait_ready "$work/graph.out"
+  wait_agent $child
+  "$VGPUCTL" suspend $child >"$work/ctl.out" 2>&1; st=$?
+  cat "$work/ctl.out"
+  [ $st -eq 5 ] || fail "suspend of a process holding graph memory: exit $st, want 5"
+  grep -q non-migratable "$work/ctl.out" || fail "refusal does not name the non-migratable memory"
+  touch "$work/stop.1"
+  for _ in $(seq 1 500); do grep -q freed "$work/graph.out" && break; sleep 0.01; done
+  grep -q freed "$work/graph.out" || { cat "$work/graph.out"; fail "client did not free"; }
+  ctl suspend $child || fail "suspend after the graph allocation was freed"
+  ctl resume $child || fail "resume"
+  touch "$work/stop.2"
+  wait $child; st=$?; child=
+  [ $st -eq 0 ] || { cat "$work/graph.out"; fail "graphmem client failed"; }
+  ;;
 green_drain)
   VGPU_VMM=on LD_PRELOAD=$LIBVGPU "$CLIENT" greenwork "$work/stop" >"$work/ctx.out" 2>&1 &
   child=$!
