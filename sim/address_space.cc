@@ -304,9 +304,11 @@ CUresult FreeDeviceMemory(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
-CUresult MapGraphMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out) {
+CUresult MapGraphMemory(int device, size_t bytes, CUdeviceptr* out) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return MapDevice(device, ctx, bytes, out);
+  // No context: graph memory is the device's, and a context's destruction
+  // (which frees the context's allocations) must not unmap it.
+  return MapDevice(device, nullptr, bytes, out);
 }
 
 void UnmapGraphMemory(CUdeviceptr dptr) {

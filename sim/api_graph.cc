@@ -97,8 +97,7 @@ CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op) {
   return CUDA_SUCCESS;
 }
 
-CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
-                      CUgraphNodeType type, const Op& op) {
+CUresult CheckNewNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n) {
   auto* g = reinterpret_cast<Graph*>(hg);
   if (out == nullptr || !LiveGraph(g) || (n > 0 && deps == nullptr))
     return CUDA_ERROR_INVALID_VALUE;
@@ -106,6 +105,13 @@ CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, siz
     GraphNode* d = NodeOf(deps[i]);
     if (d == nullptr || d->owner != g) return CUDA_ERROR_INVALID_VALUE;
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
+                      CUgraphNodeType type, const Op& op) {
+  if (CUresult r = CheckNewNode(out, hg, deps, n); r != CUDA_SUCCESS) return r;
+  auto* g = reinterpret_cast<Graph*>(hg);
   *out = reinterpret_cast<CUgraphNode>(
       GraphAddTypedNode(g, type, op, reinterpret_cast<GraphNode* const*>(deps), n));
   return CUDA_SUCCESS;

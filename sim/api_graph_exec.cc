@@ -34,12 +34,9 @@ CUresult Instantiate(Graph* g, unsigned long long flags, GraphExec** out,
   }
   if (mem) {
     e->instances = g->instances;
-    std::vector<GraphMemStep> steps;
-    CollectMemSteps(*e, &steps);
-    for (const GraphMemStep& s : steps) {
-      if (!s.alloc) continue;
-      GraphMemRetain(s.ptr);  // the exec keeps its allocations' addresses
-      e->graph_allocs.push_back(s.ptr);
+    CollectMemSteps(*e, &e->mem_steps);
+    for (const GraphMemStep& s : e->mem_steps) {
+      if (s.alloc) GraphMemRetain(s.ptr);  // the exec keeps its allocations' addresses
     }
   }
   RegisterExec(e);
@@ -56,10 +53,8 @@ CUresult Launch(CUgraphExec h, CUstream hs, bool ptds) {
   std::lock_guard<std::mutex> lock(e->mu);
   if (e->instances != nullptr) {  // memory nodes: allocate and free now (graph_memory.h)
     if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    std::vector<GraphMemStep> steps;
-    CollectMemSteps(*e, &steps);
     const bool auto_free = (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
-    if (CUresult r = GraphMemLaunch(steps, auto_free); r != CUDA_SUCCESS) return r;
+    if (CUresult r = GraphMemLaunch(e->mem_steps, auto_free); r != CUDA_SUCCESS) return r;
   }
   EnqueueExec(e, s);
   if (s->capture_graph() != nullptr) return CUDA_SUCCESS;
@@ -298,7 +293,9 @@ SIM_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec) {
   if (!UnregisterExec(e)) return CUDA_ERROR_INVALID_VALUE;
   ReleaseAfter(e->user_refs, e->launches);
   if (e->instances != nullptr) e->instances->fetch_sub(1);
-  for (CUdeviceptr p : e->graph_allocs) GraphMemRelease(p);
+  for (const GraphMemStep& s : e->mem_steps) {
+    if (s.alloc) GraphMemRelease(s.ptr);
+  }
   delete e;  // launches copied its ops into the stream ring
   return CUDA_SUCCESS;
 }

@@ -11,27 +11,12 @@
 #include "sim/graph.h"
 #include "sim/graph_api.h"
 #include "sim/graph_memory.h"
+#include "sim/mem_pool.h"
 #include "sim/sim_state.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
-
-// A descriptor of the allocation's peer access: its own device read-write,
-// a peer with a path to it (VGPU_SIM_P2P) read-write or none.
-CUresult CheckAccess(int device, const CUmemAccessDesc& d) {
-  if (RawEnum(d.location.type) != CU_MEM_LOCATION_TYPE_DEVICE || !ValidDevice(d.location.id))
-    return CUDA_ERROR_INVALID_VALUE;
-  const int f = RawEnum(d.flags);
-  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (d.location.id == device) {
-    return f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  }
-  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && !State()->config.PeerAccess(device, d.location.id))
-    return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS;
-}
 
 // cuda.h: pinned device memory, no IPC handle types.
 CUresult CheckAllocParams(const CUDA_MEM_ALLOC_NODE_PARAMS& p) {
@@ -47,21 +32,17 @@ CUresult CheckAllocParams(const CUDA_MEM_ALLOC_NODE_PARAMS& p) {
   if (p.accessDescCount > static_cast<size_t>(Node().device_count()))
     return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < p.accessDescCount; ++i) {
-    if (CUresult r = CheckAccess(pp.location.id, p.accessDescs[i]); r != CUDA_SUCCESS) return r;
+    // An allocation node's access descriptors follow a pool's (cuMemPoolSetAccess).
+    if (CUresult r = CheckPoolAccess(pp.location.id, p.accessDescs[i]); r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
 
-// Memory nodes go only into a graph that is not a child graph node's.
+// Checked before the allocation exists: memory nodes go only into a graph
+// that is not a child graph node's.
 CUresult CheckTarget(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n) {
-  auto* g = reinterpret_cast<Graph*>(hg);
-  if (out == nullptr || !LiveGraph(g) || g->parent != nullptr || (n > 0 && deps == nullptr))
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < n; ++i) {
-    GraphNode* d = NodeOf(deps[i]);
-    if (d == nullptr || d->owner != g) return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  if (CUresult r = CheckNewNode(out, hg, deps, n); r != CUDA_SUCCESS) return r;
+  return reinterpret_cast<Graph*>(hg)->parent != nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 // True if `target` is one of `from` or an ancestor of one (g->mu held).
@@ -89,6 +70,11 @@ CUresult CheckOrder(Graph* g, const CUgraphNode* deps, size_t n, CUdeviceptr dpt
   return CUDA_SUCCESS;
 }
 
+void StoreFree(GraphNode* node, CUdeviceptr dptr) {
+  std::lock_guard<std::mutex> lock(node->owner->mu);
+  node->mem_ptr = dptr;
+}
+
 void StoreAlloc(GraphNode* node, const CUDA_MEM_ALLOC_NODE_PARAMS& p) {
   std::lock_guard<std::mutex> lock(node->owner->mu);
   node->mem_ptr = p.dptr;
@@ -108,7 +94,7 @@ CUresult AddMemAllocNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, 
   if (CUresult r = CheckAllocParams(*p); r != CUDA_SUCCESS) return r;
   auto* g = reinterpret_cast<Graph*>(hg);
   CUdeviceptr dptr = 0;
-  if (CUresult r = GraphMemCreate(p->poolProps.location.id, nullptr, p->bytesize, g->id, &dptr);
+  if (CUresult r = GraphMemCreate(p->poolProps.location.id, p->bytesize, g->id, &dptr);
       r != CUDA_SUCCESS) {
     return r;
   }
@@ -130,10 +116,7 @@ CUresult AddMemFreeNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, s
   if (CUresult r = CheckOrder(g, deps, n, dptr); r != CUDA_SUCCESS) return r;
   if (CUresult r = GraphMemAddFree(dptr, g->id); r != CUDA_SUCCESS) return r;
   CUresult r = AddGraphNode(out, hg, deps, n, CU_GRAPH_NODE_TYPE_MEM_FREE, Op{});
-  if (r == CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lock(g->mu);
-    NodeOf(*out)->mem_ptr = dptr;
-  }
+  if (r == CUDA_SUCCESS) StoreFree(NodeOf(*out), dptr);
   return r;
 }
 
@@ -143,16 +126,10 @@ CUresult CaptureMemAlloc(Stream* s, size_t bytes, CUdeviceptr* dptr) {
   p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   p.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, s->ctx()->device};
   p.bytesize = bytes;
-  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult r = GraphMemCreate(s->ctx()->device, nullptr, bytes, g->id, &p.dptr);
-      r != CUDA_SUCCESS) {
+  if (CUresult r = GraphMemCreate(s->ctx()->device, bytes, g->id, &p.dptr); r != CUDA_SUCCESS) {
     return r;
   }
-  Op op;
-  op.kind = OpKind::kGraphMemAlloc;
-  op.free_ptr = p.dptr;
-  GraphNode* node = GraphAppendCapturedNode(g, op);
-  StoreAlloc(node, p);
+  StoreAlloc(GraphAppendCapturedNode(g, CU_GRAPH_NODE_TYPE_MEM_ALLOC, Op{}), p);
   *dptr = p.dptr;
   return CUDA_SUCCESS;
 }
@@ -161,10 +138,7 @@ CUresult CaptureMemFree(Stream* s, CUdeviceptr dptr) {
   Graph* g = s->capture_graph();
   if (!IsGraphAllocation(dptr)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (CUresult r = GraphMemAddFree(dptr, g->id); r != CUDA_SUCCESS) return r;
-  Op op;
-  op.kind = OpKind::kGraphMemFree;
-  op.free_ptr = dptr;
-  GraphAppendCapturedNode(g, op);
+  StoreFree(GraphAppendCapturedNode(g, CU_GRAPH_NODE_TYPE_MEM_FREE, Op{}), dptr);
   return CUDA_SUCCESS;
 }
 

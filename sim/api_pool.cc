@@ -407,27 +407,24 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemor
   return CUDA_SUCCESS;
 }
 
-namespace {
+namespace vgpu::sim {
 
-// One descriptor of cuMemPoolSetAccess: a device with a peer path to the
-// pool's device (VGPU_SIM_P2P), and NONE or READWRITE (a pool's memory is not
-// mapped read-only). The pool's own device cannot lose its access.
-CUresult CheckAccess(const Pool* p, const CUmemAccessDesc& d) {
+CUresult CheckPoolAccess(int device, const CUmemAccessDesc& d) {
   if (RawEnum(d.location.type) != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
   if (!ValidDevice(d.location.id)) return CUDA_ERROR_INVALID_DEVICE;
   const int f = RawEnum(d.flags);
   if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
     return CUDA_ERROR_INVALID_VALUE;
-  if (d.location.id == p->device) {
+  if (d.location.id == device) {
     return f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   }
-  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && !State()->config.PeerAccess(p->device, d.location.id)) {
+  if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && !State()->config.PeerAccess(device, d.location.id)) {
     return CUDA_ERROR_INVALID_DEVICE;  // no peer path, as cuCtxEnablePeerAccess would refuse
   }
   return CUDA_SUCCESS;
 }
 
-}  // namespace
+}  // namespace vgpu::sim
 
 SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
                                                size_t count) {
@@ -437,7 +434,7 @@ SIM_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAcc
   Pool* p = LivePool(pool);
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {  // all or nothing
-    if (CUresult r = CheckAccess(p, map[i]); r != CUDA_SUCCESS) return r;
+    if (CUresult r = CheckPoolAccess(p->device, map[i]); r != CUDA_SUCCESS) return r;
   }
   for (size_t i = 0; i < count; ++i) {
     if (map[i].location.id != p->device) p->peer[map[i].location.id] = map[i].flags;

@@ -45,7 +45,7 @@ CUresult AllocDeviceMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr*
 CUresult FreeDeviceMemory(CUdeviceptr dptr);
 // A graph allocation's address and backing, not charged on the node (its
 // graph pool charges the bytes while a launch holds them: graph_memory.cc).
-CUresult MapGraphMemory(int device, CUcontext ctx, size_t bytes, CUdeviceptr* out);
+CUresult MapGraphMemory(int device, size_t bytes, CUdeviceptr* out);
 void UnmapGraphMemory(CUdeviceptr dptr);
 // Unmaps a cuExternalMemoryGetMappedBuffer buffer (api_external.cc).
 CUresult FreeExternalBuffer(CUdeviceptr dptr);

@@ -152,10 +152,6 @@ CUgraphNodeType NodeTypeOf(OpKind k) {
       return CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
     case OpKind::kExtSemaWait:
       return CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT;
-    case OpKind::kGraphMemAlloc:
-      return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
-    case OpKind::kGraphMemFree:
-      return CU_GRAPH_NODE_TYPE_MEM_FREE;
     default:
       return CU_GRAPH_NODE_TYPE_EMPTY;
   }
@@ -180,22 +176,22 @@ GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n
   return GraphAddTypedNode(g, NodeTypeOf(op.kind), op, deps, n);
 }
 
-GraphNode* GraphAppendCapturedNode(Graph* g, const Op& op) {
+GraphNode* GraphAppendCapturedNode(Graph* g, CUgraphNodeType type, const Op& op) {
   std::vector<GraphNode*> deps;
   {
     std::lock_guard<std::mutex> lock(g->mu);
     deps = g->capture_deps;
   }
-  GraphNode* node = GraphAddNode(g, op, deps.data(), deps.size());
+  GraphNode* node = GraphAddTypedNode(g, type, op, deps.data(), deps.size());
   // A captured stream is a chain: the next node depends on this one.
   std::lock_guard<std::mutex> lock(g->mu);
-  if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || node->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
-    node->mem_ptr = op.free_ptr;
   g->capture_deps.assign(1, node);
   return node;
 }
 
-void GraphAppendCaptured(Graph* g, const Op& op) { GraphAppendCapturedNode(g, op); }
+void GraphAppendCaptured(Graph* g, const Op& op) {
+  GraphAppendCapturedNode(g, NodeTypeOf(op.kind), op);
+}
 
 namespace {
 
@@ -300,7 +296,8 @@ bool SameShape(const GraphExec& a, const GraphExec& b) {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const ExecNode& x = a.nodes[i];
     const ExecNode& y = b.nodes[i];
-    if (x.type != y.type || x.deps != y.deps) return false;
+    // A memory node's address is part of the shape: the exec's mem_steps stay valid.
+    if (x.type != y.type || x.deps != y.deps || x.mem_ptr != y.mem_ptr) return false;
     if (x.child != nullptr && (y.child == nullptr || !SameShape(*x.child, *y.child))) return false;
   }
   return true;

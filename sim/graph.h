@@ -105,10 +105,11 @@ struct GraphExec {
   Context* ctx = nullptr;
   UserRefs user_refs;               // the graph's (and its child graphs') at instantiation
   std::vector<StreamDep> launches;  // the latest launch on each stream
-  // A graph with memory nodes: its instance count, and the allocations this
-  // exec holds the addresses of (graph_memory.h).
+  // A graph with memory nodes: its instance count, and its allocation and
+  // free nodes in launch order (fixed: no update may change them); the exec
+  // holds the addresses of the allocations (graph_memory.h).
   std::shared_ptr<std::atomic<int>> instances;
-  std::vector<CUdeviceptr> graph_allocs;
+  std::vector<GraphMemStep> mem_steps;
 };
 
 // The registry of live graph handles.
@@ -126,8 +127,9 @@ void CollectMemSteps(const GraphExec& e, std::vector<GraphMemStep>* steps);
 
 // Called by Stream::Commit while the stream captures.
 void GraphAppendCaptured(Graph* g, const Op& op);
-// The same for work captured without the stream's ring (memory nodes); returns the node.
-GraphNode* GraphAppendCapturedNode(Graph* g, const Op& op);
+// The same for a node of the given type captured without the stream's ring
+// (memory nodes); returns the node.
+GraphNode* GraphAppendCapturedNode(Graph* g, CUgraphNodeType type, const Op& op);
 // Adds a node holding a copy of op (its stream dependencies dropped).
 GraphNode* GraphAddNode(Graph* g, const Op& op, GraphNode* const* deps, size_t n);
 // Adds a node of the given type (event record/wait, child graph: op carries no work).

@@ -26,6 +26,8 @@ CUresult MakeHostOp(const CUDA_HOST_NODE_PARAMS& p, Op* op);
 // A batch memory operation node's operations (api_streamops.cc).
 CUresult MakeBatchOps(const CUDA_BATCH_MEM_OP_NODE_PARAMS& p, std::vector<Op>* ops);
 
+// The checks AddGraphNode makes: an output, a live graph, dependencies of it.
+CUresult CheckNewNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n);
 // Adds a node of the given type after checking the graph and dependencies.
 CUresult AddGraphNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n,
                       CUgraphNodeType type, const Op& op);

@@ -69,10 +69,9 @@ void Drop(Allocation* a) {  // g_mu held
 
 }  // namespace
 
-CUresult GraphMemCreate(int device, CUcontext ctx, size_t bytes, uint64_t graph_id,
-                        CUdeviceptr* out) {
+CUresult GraphMemCreate(int device, size_t bytes, uint64_t graph_id, CUdeviceptr* out) {
   if (device < 0 || device >= kMaxDevices) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult r = MapGraphMemory(device, ctx, bytes, out); r != CUDA_SUCCESS) return r;
+  if (CUresult r = MapGraphMemory(device, bytes, out); r != CUDA_SUCCESS) return r;
   std::lock_guard<std::mutex> lock(g_mu);
   Allocation& a = (*g_allocs)[*out];
   a.device = device;

@@ -21,8 +21,7 @@ namespace vgpu::sim {
 
 // Reserves the address of a new graph allocation of `bytes` on `device`,
 // owned by the graph with id `graph_id`; the owning graph holds it.
-CUresult GraphMemCreate(int device, CUcontext ctx, size_t bytes, uint64_t graph_id,
-                        CUdeviceptr* out);
+CUresult GraphMemCreate(int device, size_t bytes, uint64_t graph_id, CUdeviceptr* out);
 // An owner (graph or executable graph) takes or lets go of an allocation; the
 // address is given back when no owner remains and no launch holds its bytes.
 void GraphMemRetain(CUdeviceptr base);

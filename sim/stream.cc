@@ -334,8 +334,6 @@ void Stream::ExecuteKernel(Op& op) {
 void Stream::Execute(Op& op) {
   switch (op.kind) {
     case OpKind::kNop:
-    case OpKind::kGraphMemAlloc:  // captured only: never queued
-    case OpKind::kGraphMemFree:
       last_end_ns_ = ready_ns_;  // takes no device time
       return;
     case OpKind::kKernel:

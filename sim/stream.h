@@ -36,10 +36,6 @@ enum class OpKind : uint8_t {
   kWriteValue, // cuStreamWriteValue32/64: stores value64 (elem bytes) at dst
   kExtSemaSignal,  // cuSignalExternalSemaphoresAsync: ext_semas
   kExtSemaWait,    // cuWaitExternalSemaphoresAsync: blocks the stream until ext_semas hold
-  // Captured only, never run on a stream: cuMemAllocAsync / cuMemFreeAsync of
-  // a graph allocation (free_ptr) become memory allocation / free nodes.
-  kGraphMemAlloc,
-  kGraphMemFree,
 };
 
 struct StreamDep {
