@@ -18,7 +18,8 @@
 // charged after the launch and logged if the quota cannot hold it). Graph pool
 // memory is driver memory: suspend and checkpoint trim the pools' cached part
 // (TrimUnused) and refuse while a launch's allocations are held.
-// Launches of graphs without allocation nodes pay one relaxed atomic load.
+// Launches of graphs without allocation nodes pay one relaxed atomic load, and
+// a brief lock while the process has an executable graph with them.
 #pragma once
 
 #include <cuda.h>
@@ -45,7 +46,8 @@ void TrimUnused();
 // the accounting's lock, reserves what the launch can add to the pools
 // (their bytes beyond what the pools hold unused), and on destruction
 // settles the charges on the pools' sizes. Launches of such graphs are
-// serialized within the process; others pass through.
+// serialized within the process; others only take the lock to look the
+// executable graph up (while Active()).
 class LaunchScope {
  public:
   explicit LaunchScope(CUgraphExec exec);

@@ -24,6 +24,18 @@ inline void Govern(CUstream stream, bool per_thread) {
   cs->Gate(vgpu::NodeDevice(c.device), c.ctx, stream, per_thread);
 }
 
+// A graph with memory allocation nodes takes memory at launch: the quota is
+// charged around the real call (intercept/graph_memory.h). Other graphs pay
+// one relaxed atomic load.
+template <typename Real>
+CUresult LaunchGraph(CUgraphExec exec, Real&& real) {
+  if (!vgpu::graph_memory::Active()) return real();
+  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
+    vgpu::graph_memory::LaunchScope charge(exec);
+    return charge.ok() ? real() : CUDA_ERROR_OUT_OF_MEMORY;
+  });
+}
+
 }  // namespace
 
 VGPU_HOOK(cuLaunchKernel) CUresult CUDAAPI vgpu_hook_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
@@ -62,24 +74,14 @@ VGPU_HOOK(cuLaunchCooperativeKernel_ptsz) CUresult CUDAAPI vgpu_hook_cuLaunchCoo
   return REAL_CALL(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
-// A graph with memory allocation nodes takes memory at launch: the quota is
-// charged around the real call (intercept/graph_memory.h), off the fast path.
 VGPU_HOOK(cuGraphLaunch) CUresult CUDAAPI vgpu_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   Govern(hStream, false);
   vgpu::residency::GateGuard gate;
-  if (!vgpu::graph_memory::Active()) return REAL_CALL(cuGraphLaunch, hGraphExec, hStream);
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
-    vgpu::graph_memory::LaunchScope charge(hGraphExec);
-    return charge.ok() ? REAL_CALL(cuGraphLaunch, hGraphExec, hStream) : CUDA_ERROR_OUT_OF_MEMORY;
-  });
+  return LaunchGraph(hGraphExec, [&] { return REAL_CALL(cuGraphLaunch, hGraphExec, hStream); });
 }
 
 VGPU_HOOK(cuGraphLaunch_ptsz) CUresult CUDAAPI vgpu_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   Govern(hStream, true);
   vgpu::residency::GateGuard gate;
-  if (!vgpu::graph_memory::Active()) return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
-  return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
-    vgpu::graph_memory::LaunchScope charge(hGraphExec);
-    return charge.ok() ? REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream) : CUDA_ERROR_OUT_OF_MEMORY;
-  });
+  return LaunchGraph(hGraphExec, [&] { return REAL_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream); });
 }
