@@ -55,6 +55,16 @@ wait_ready() {  # the client prints "ready" once its buffers are filled
   cat "$1"
   fail "client not ready"
 }
+# expect_busy VERB PID WHAT [ARGS...]: vgpuctl VERB refuses (busy: exit 5)
+# and names the non-migratable memory the process holds (WHAT, for the message).
+expect_busy() {
+  local verb=$1 pid=$2 what=$3 st
+  shift 3
+  "$VGPUCTL" "$verb" "$pid" "$@" >"$work/ctl.out" 2>&1; st=$?
+  cat "$work/ctl.out"
+  [ $st -eq 5 ] || fail "$verb of a process holding $what: exit $st, want 5"
+  grep -q non-migratable "$work/ctl.out" || fail "refusal does not name the non-migratable memory"
+}
 start_time() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }  # field 22, after comm
 image_of() { echo "$1/vgpu-$2-$(start_time "$2").vgpuckpt"; }  # DIR PID: its checkpoint image
 # mem free|total VAR: sets VAR to a reading of the simulated device; an empty
@@ -418,13 +428,8 @@ pitch)
   child=$!
   wait_ready "$work/pitch.out"
   wait_agent $child
-  "$VGPUCTL" suspend $child >"$work/ctl.out" 2>&1; st=$?
-  cat "$work/ctl.out"
-  [ $st -eq 5 ] || fail "suspend of a process holding pitched driver memory: exit $st, want 5"
-  grep -q non-migratable "$work/ctl.out" || fail "refusal does not name the non-migratable memory"
-  "$VGPUCTL" checkpoint $child --dir "$work/ckpt" >"$work/ctl.out" 2>&1; st=$?
-  cat "$work/ctl.out"
-  [ $st -eq 5 ] || fail "checkpoint of a process holding pitched driver memory: exit $st, want 5"
+  expect_busy suspend $child "pitched driver memory"
+  expect_busy checkpoint $child "pitched driver memory" --dir "$work/ckpt"
   touch "$work/stop"
   wait $child; st=$?; child=
   [ $st -eq 0 ] || { cat "$work/pitch.out"; fail "pitch client failed"; }
@@ -437,10 +442,7 @@ graph_memory)
   child=$!
   wait_ready "$work/graph.out"
   wait_agent $child
-  "$VGPUCTL" suspend $child >"$work/ctl.out" 2>&1; st=$?
-  cat "$work/ctl.out"
-  [ $st -eq 5 ] || fail "suspend of a process holding graph memory: exit $st, want 5"
-  grep -q non-migratable "$work/ctl.out" || fail "refusal does not name the non-migratable memory"
+  expect_busy suspend $child "graph memory"
   touch "$work/stop.1"
   for _ in $(seq 1 500); do grep -q freed "$work/graph.out" && break; sleep 0.01; done
   grep -q freed "$work/graph.out" || { cat "$work/graph.out"; fail "client did not free"; }
