@@ -26,7 +26,6 @@ int ResidencyDeadlineMs(uint64_t bytes) {
   const uint64_t ms = 120'000 + bytes / (32ull << 20) * 1000;
   return static_cast<int>(std::min<uint64_t>(ms, 3'600'000));
 }
-constexpr auto kRefusedBackoff = std::chrono::seconds(10);
 
 int64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -34,11 +33,10 @@ int64_t UnixMs() {
       .count();
 }
 
-uint64_t HostBudget(uint64_t configured) {
-  if (configured != 0) return configured;
+uint64_t HostRam() {
   struct sysinfo si {};
   if (sysinfo(&si) != 0) return 0;
-  return static_cast<uint64_t>(si.totalram) * si.mem_unit / 2;
+  return static_cast<uint64_t>(si.totalram) * si.mem_unit;
 }
 
 // The agent's view of itself (its "info") merged into vgpud's record.
@@ -204,37 +202,10 @@ bool Coordinator::OwnedBy(pid_t pid, int64_t uid) const {
   return it != jobs_.end() && it->second.uid == uid;
 }
 
-uint64_t Coordinator::ParkedInHost() const {
-  uint64_t n = 0;
-  for (const auto& [pid, j] : jobs_) {
-    if (j.state == JobState::kWaiting && !j.parked_on_disk) n += j.TotalFootprint();
-  }
-  return n;
-}
-
-std::vector<pid_t> Coordinator::Victims(const std::string& uuid, pid_t except,
-                                        Priority priority) const {
-  std::vector<const Job*> c;
-  const auto quantum = std::chrono::milliseconds(config_.quantum_ms);
-  for (const auto& [pid, j] : jobs_) {
-    if (pid == except || j.state != JobState::kRunning || j.FootprintOn(uuid) == 0) continue;
-    if (j.priority > priority || Clock::now() < j.refused_until) continue;
-    if (j.priority == priority && Clock::now() - j.running_since < quantum * j.weight) continue;
-    c.push_back(&j);
-  }
-  std::sort(c.begin(), c.end(), [](const Job* a, const Job* b) {
-    if (a->priority != b->priority) return a->priority < b->priority;
-    return a->running_since < b->running_since;  // held the device longest
-  });
-  std::vector<pid_t> out;
-  for (const Job* j : c) out.push_back(j->pid);
-  return out;
-}
-
 Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt,
                          const std::function<void()>& on_progress) {
   const uint64_t footprint = victim->TotalFootprint();
-  const bool to_disk = ParkedInHost() + footprint > HostBudget(config_.host_budget);
+  const bool to_disk = policy::ParkOnDisk(jobs_, *victim, RulesNow().host_budget);
   nlohmann::json args = {{"by", "vgpud"}, {"grace_ms", config_.grace_ms}};
   std::string cmd = "suspend";
   if (to_disk) {
@@ -257,7 +228,7 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
     // Not asked again for a while (non-migratable memory, busy): other
     // victims are tried, and a waiting allocation does not spin on this one.
     std::lock_guard<std::mutex> lock(mu_);
-    victim->refused_until = Clock::now() + kRefusedBackoff;
+    victim->refused_until = Clock::now() + policy::kRefusedBackoff;
     return s;
   }
   const uint64_t bytes = BytesOf(resp.result);
@@ -317,36 +288,39 @@ uint64_t Coordinator::FreeFor(const GpuMemory& m) const {
   return m.free() > it->second.bytes ? m.free() - it->second.bytes : 0;
 }
 
-bool Coordinator::Fits(const Job& job) const {
-  for (const JobDevice& d : job.devices) {
-    if (d.footprint == 0) continue;
-    GpuMemory m;
-    if (!gpus_->Read(d.uuid, &m) || FreeFor(m) < d.footprint) return false;
+uint64_t Coordinator::AvailableOn(const std::string& uuid) const {
+  GpuMemory m;
+  return gpus_->Read(uuid, &m) ? FreeFor(m) : 0;
+}
+
+policy::Room Coordinator::RoomNow() const {
+  policy::Room room;
+  for (const GpuMemory& g : gpus_->Read()) {
+    room.push_back({g.uuid, g.index, g.total, g.free(), FreeFor(g)});
   }
-  return true;
+  return room;
+}
+
+policy::Rules Coordinator::RulesNow() const {
+  return {std::chrono::milliseconds(config_.quantum_ms), config_.oversubscribe,
+          policy::HostBudget(config_.host_budget, HostRam())};
 }
 
 void Coordinator::TryResume(Job* w) {
-  if (Fits(*w)) {
+  const policy::ResumePlan plan = policy::PlanResume(*w, jobs_, RoomNow(), RulesNow(), Clock::now());
+  using Kind = policy::ResumePlan::Kind;
+  if (plan.kind == Kind::kWait) return;
+  if (plan.kind == Kind::kResume) {
     (void)Unpark(w, "memory fits");
     return;
   }
-  if (!config_.oversubscribe) return;
-  for (const JobDevice& d : w->devices) {
-    if (d.footprint == 0) continue;
-    GpuMemory m;
-    if (!gpus_->Read(d.uuid, &m)) return;
-    std::vector<pid_t> victims = Victims(d.uuid, w->pid, w->priority);
-    uint64_t can_free = FreeFor(m);
-    for (pid_t v : victims) can_free += jobs_.at(v).FootprintOn(d.uuid);
-    if (can_free < d.footprint) return;  // not its turn yet
-    for (pid_t v : victims) {
-      if (gpus_->Read(d.uuid, &m) && FreeFor(m) >= d.footprint) break;
-      Job& victim = jobs_.at(v);
-      if (!Park(&victim, w->pid, d.uuid, victim.priority < w->priority).ok()) return;
-    }
+  for (const auto& [pid, uuid] : plan.park) {
+    // Memory freed by itself meanwhile (a job exited): no need for this one.
+    if (AvailableOn(uuid) >= w->FootprintOn(uuid)) continue;
+    Job& victim = jobs_.at(pid);
+    if (!Park(&victim, w->pid, uuid, policy::Preempts(victim, w->priority)).ok()) return;
   }
-  if (Fits(*w)) (void)Unpark(w, "its turn");
+  if (policy::Fits(*w, RoomNow())) (void)Unpark(w, "its turn");
 }
 
 void Coordinator::Tick() {
@@ -354,16 +328,9 @@ void Coordinator::Tick() {
   if (Clock::now() - last_refresh_ >= std::chrono::milliseconds(std::max<int64_t>(config_.tick_ms, 500))) {
     Refresh();
   }
-  std::vector<Job*> waiting;
-  for (auto& [pid, j] : jobs_) {
-    if (j.state == JobState::kWaiting) waiting.push_back(&j);
-  }
-  std::sort(waiting.begin(), waiting.end(), [](const Job* a, const Job* b) {
-    if (a->priority != b->priority) return a->priority > b->priority;
-    return a->waiting_since < b->waiting_since;
-  });
-  for (Job* w : waiting) {
-    if (w->state == JobState::kWaiting) TryResume(w);
+  for (pid_t pid : policy::ResumeOrder(jobs_)) {
+    Job& w = jobs_.at(pid);
+    if (w.state == JobState::kWaiting) TryResume(&w);  // an earlier resume may have parked it
   }
   MoveOffDrained();
   SaveState();
@@ -393,7 +360,11 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
       if (r.state != JobState::kRunning) return done(Status::Ok());  // retried after resume
       GpuMemory m;
       if (!gpus_->Read(uuid, &m)) return done(Status::Error(ErrorCode::kNoEnt, "unknown device " + uuid));
-      if (m.free() >= bytes) {
+      const policy::RoomPlan plan =
+          policy::PlanRoom(r, uuid, bytes, jobs_, RoomNow(), Drained(), RulesNow(), Clock::now());
+      using Kind = policy::RoomPlan::Kind;
+      if (plan.kind == Kind::kRefuse) return done(Status::Error(ErrorCode::kNoMem, plan.why));
+      if (plan.kind == Kind::kProceed) {
         // Held for the retry, which follows at once: a resume must not take it.
         reserved_[uuid] = {bytes, Clock::now() + std::chrono::seconds(2)};
         if (logged) {
@@ -403,12 +374,6 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
         }
         return done(Status::Ok());
       }
-      if (!config_.oversubscribe) {
-        return done(Status::Error(ErrorCode::kNoMem, "oversubscription is off"));
-      }
-      if (r.FootprintOn(uuid) + bytes > m.total) {
-        return done(Status::Error(ErrorCode::kNoMem, "does not fit on the device even alone"));
-      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         r.waiting_for_memory = true;
@@ -417,18 +382,9 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
         events_->Add({0, "wait", pid, 0, uuid, bytes, 0, "allocation waits for memory"});
         logged = true;
       }
-      // Another GPU with room: move a job there instead of time-slicing.
-      if (MigrateToMakeRoom(uuid, bytes, pid)) {
+      if (MadeRoom(plan, pid, r.priority, uuid, keepalive)) {
         SaveState();
-        continue;
-      }
-      std::vector<pid_t> victims = Victims(uuid, pid, r.priority);
-      if (!victims.empty()) {
-        Job& v = jobs_.at(victims.front());
-        if (Park(&v, pid, uuid, v.priority < r.priority, [&keepalive] { keepalive(); }).ok()) {
-          SaveState();
-          continue;  // look again at once
-        }
+        continue;  // look again at once
       }
     }
     if (!keepalive()) {  // gone: it gave up, or asks again on a new connection
@@ -439,6 +395,16 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(config_.tick_ms));
   }
+}
+
+bool Coordinator::MadeRoom(const policy::RoomPlan& plan, pid_t for_pid, Priority priority,
+                           const std::string& uuid, const std::function<bool()>& keepalive) {
+  for (const policy::Move& m : plan.moves) {
+    if (Carry(m, "made room for " + std::to_string(for_pid), for_pid)) return true;
+  }
+  if (plan.victims.empty()) return false;
+  Job& v = jobs_.at(plan.victims.front());
+  return Park(&v, for_pid, uuid, policy::Preempts(v, priority), [&keepalive] { keepalive(); }).ok();
 }
 
 ctl::Response Coordinator::Set(pid_t pid, const nlohmann::json& args) {

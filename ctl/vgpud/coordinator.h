@@ -1,5 +1,7 @@
-// vgpud's decisions (docs/vgpud.md, "What vgpud decides"): which jobs hold a
-// device's memory when their working sets together exceed it. Jobs are
+// vgpud's decisions carried out (docs/vgpud.md, "What vgpud decides"): which
+// jobs hold a device's memory when their working sets together exceed it. The
+// rules themselves are pure functions in policy.h; this class gathers their
+// inputs (agents, NVML, the clock) and acts on their answers. Jobs are
 // suspended (device memory to host RAM, or to a checkpoint image past the host
 // budget) to make room for an allocation that would not fit, lower priority
 // first and then the equal-priority job that has held the device longest once
@@ -23,6 +25,7 @@
 #include "ctl/vgpud/event_log.h"
 #include "ctl/vgpud/job.h"
 #include "ctl/vgpud/node_gpus.h"
+#include "ctl/vgpud/policy.h"
 #include "ctl/vgpud/state_file.h"
 
 namespace vgpu::vgpud {
@@ -68,27 +71,26 @@ class Coordinator {
   Status Park(Job* victim, pid_t for_pid, const std::string& uuid, bool preempt,
               const std::function<void()>& on_progress = {});
   Status Unpark(Job* job, const std::string& why);
-  // Running jobs that may give way to a job of `priority` on `uuid`, best
-  // victim first; `need_quantum`: equal priorities only after their quantum.
-  std::vector<pid_t> Victims(const std::string& uuid, pid_t except, Priority priority) const;
-  bool Fits(const Job& job) const;
+  // The snapshot the decision rules (policy.h) read.
+  policy::Room RoomNow() const;
+  policy::Rules RulesNow() const;
   // Free memory of `uuid` less the room just made for allocations that have
   // not happened yet (so that a resume does not take it first).
   uint64_t FreeFor(const GpuMemory& m) const;
+  uint64_t AvailableOn(const std::string& uuid) const;
   void TryResume(Job* job);
   // Migration (coordinator_migrate.cc), with decide_mu_ held.
   Status MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to, const std::string& why,
                  pid_t for_pid, double* stopped_ms);
-  // The device, neither `except` nor drained, with the most room, if it has
-  // `bytes` free; false if none.
-  bool TargetFor(uint64_t bytes, const std::string& except, GpuMemory* out) const;
-  // Instead of suspending: moves the cheapest running job off `uuid` (the
-  // smallest footprint that makes `need` bytes of room) to a device with room.
-  bool MigrateToMakeRoom(const std::string& uuid, uint64_t need, pid_t requester);
+  // Carries out a make-room plan: a move, else the first victim parked. True
+  // when something was done (look again at once).
+  bool MadeRoom(const policy::RoomPlan& plan, pid_t for_pid, Priority priority,
+                const std::string& uuid, const std::function<bool()>& keepalive);
+  // Carries out a planned move; false if the devices are unknown or it failed.
+  bool Carry(const policy::Move& move, const std::string& why, pid_t for_pid);
   void MoveOffDrained();
   bool ResolveDevice(const std::string& name, GpuMemory* out) const;
   void SaveState();
-  uint64_t ParkedInHost() const;
 
   DaemonConfig config_;
   const NodeGpus* gpus_;

@@ -21,18 +21,6 @@ std::vector<std::string> Coordinator::Drained() const {
   return drained_;
 }
 
-bool Coordinator::TargetFor(uint64_t bytes, const std::string& except, GpuMemory* out) const {
-  const std::vector<std::string> drained = Drained();
-  bool found = false;
-  for (const GpuMemory& g : gpus_->Read()) {
-    if (g.uuid == except || std::count(drained.begin(), drained.end(), g.uuid) != 0) continue;
-    if (FreeFor(g) < bytes || (found && FreeFor(g) <= FreeFor(*out))) continue;
-    *out = g;
-    found = true;
-  }
-  return found;
-}
-
 Status Coordinator::MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to,
                             const std::string& why, pid_t for_pid, double* stopped_ms) {
   migrate::GpuPair pair{from, to, job->FootprintOn(from.uuid)};
@@ -46,7 +34,7 @@ Status Coordinator::MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to
                   "migrate to " + to.uuid + ": " + m.status.message +
                       (m.stranded ? " (left CHECKPOINTED)" : "")});
     std::lock_guard<std::mutex> lock(mu_);
-    job->refused_until = Clock::now() + std::chrono::seconds(10);
+    job->refused_until = Clock::now() + policy::kRefusedBackoff;
     return m.status;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -62,52 +50,26 @@ Status Coordinator::MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to
   return Status::Ok();
 }
 
-bool Coordinator::MigrateToMakeRoom(const std::string& uuid, uint64_t need, pid_t requester) {
-  GpuMemory m;
-  if (!gpus_->Read(uuid, &m)) return false;
-  const uint64_t free_now = FreeFor(m);
-  std::vector<Job*> candidates;
-  for (auto& [pid, j] : jobs_) {
-    const uint64_t f = j.FootprintOn(uuid);
-    int holding = 0;  // devices the job has memory on (it may see more)
-    for (const JobDevice& d : j.devices) holding += d.footprint != 0;
-    if (pid == requester || j.state != JobState::kRunning || f == 0 || holding != 1 ||
-        Clock::now() < j.refused_until || free_now + f < need) {
-      continue;
-    }
-    candidates.push_back(&j);
+bool Coordinator::Carry(const policy::Move& move, const std::string& why, pid_t for_pid) {
+  GpuMemory from, to;
+  auto it = jobs_.find(move.pid);
+  if (it == jobs_.end() || !ResolveDevice(move.from, &from) || !ResolveDevice(move.to, &to)) {
+    return false;
   }
-  std::sort(candidates.begin(), candidates.end(), [&](const Job* a, const Job* b) {
-    return a->FootprintOn(uuid) < b->FootprintOn(uuid);  // the cheapest to move first
-  });
-  for (Job* j : candidates) {
-    GpuMemory target;
-    if (!TargetFor(j->FootprintOn(uuid), uuid, &target)) continue;
-    if (MoveJob(j, m, target, "made room for " + std::to_string(requester), requester, nullptr).ok()) {
-      return true;
-    }
-  }
-  return false;
+  return MoveJob(&it->second, from, to, why, for_pid, nullptr).ok();
 }
 
 void Coordinator::MoveOffDrained() {
-  const std::vector<std::string> drained = Drained();
-  if (drained.empty()) return;
-  for (auto& [pid, j] : jobs_) {
-    if (j.state != JobState::kRunning || Clock::now() < j.refused_until) continue;
-    for (const JobDevice& d : std::vector<JobDevice>(j.devices)) {
-      if (d.footprint == 0 || std::count(drained.begin(), drained.end(), d.uuid) == 0) continue;
-      GpuMemory from, to;
-      if (!gpus_->Read(d.uuid, &from)) continue;
-      if (!TargetFor(d.footprint, d.uuid, &to)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (j.reason.rfind("drain:", 0) != 0) {
-          j.reason = "drain: no GPU has room";
-          events_->Add({0, "refuse", pid, 0, d.uuid, d.footprint, 0, "drain: no GPU has room"});
-        }
-        continue;
-      }
-      MoveJob(&j, from, to, "device drained", 0, nullptr);
+  for (const policy::Move& m : policy::PlanDrain(jobs_, RoomNow(), Drained(), Clock::now())) {
+    if (!m.to.empty()) {
+      Carry(m, "device drained", 0);
+      continue;
+    }
+    Job& j = jobs_.at(m.pid);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (j.reason.rfind("drain:", 0) != 0) {
+      j.reason = "drain: no GPU has room";
+      events_->Add({0, "refuse", m.pid, 0, m.from, m.bytes, 0, "drain: no GPU has room"});
     }
   }
 }
