@@ -1,4 +1,3 @@
-#include "intercept/node_devices.h"
 #include "intercept/agent_set.h"
 
 #include <string>
@@ -8,6 +7,7 @@
 #include "common/log.h"
 #include "common/quota_ledger.h"
 #include "intercept/compute_share.h"
+#include "intercept/node_devices.h"
 #include "intercept/runtime.h"
 
 namespace vgpu {
@@ -95,6 +95,39 @@ Response CheckSupported(const ctl::SetArgs& a, const std::vector<int>& targets) 
   return Response::Ok();
 }
 
+// A tenant's own request (not root's) obeys the admin's ceilings: one above
+// them is refused whole, naming the ceiling and who sets it.
+Response CheckCeilings(const ctl::SetArgs& a, const std::vector<int>& targets) {
+  const Config& config = Runtime::Get().config();
+  auto refuse = [](const std::string& what, const std::string& cap, const std::string& source) {
+    return Response::Error(ErrorCode::kPerm,
+                           what + " is above the ceiling " + cap + " that " + source + " sets");
+  };
+  for (int v : targets) {
+    const Config::Ceilings c = config.CeilingsFor(v);
+    const uint64_t bytes =
+        a.memory_limit && *a.memory_limit == 0 ? kUnlimited : a.memory_limit.value_or(0);
+    if (a.memory_limit && c.memory_limit != Config::kNoLimit && bytes > c.memory_limit) {
+      return refuse("memory_limit " + FormatByteSize(*a.memory_limit),
+                    FormatByteSize(c.memory_limit), c.memory_source);
+    }
+    if (a.compute_share && c.share_permille != 0 &&
+        static_cast<uint32_t>(*a.compute_share) * 10 > c.share_permille) {
+      return refuse("compute_share " + std::to_string(*a.compute_share) + "%",
+                    std::to_string(c.share_permille / 10.0) + "%", c.share_source);
+    }
+    if (a.weight && static_cast<uint32_t>(*a.weight) > c.weight) {
+      return refuse("weight " + std::to_string(*a.weight), std::to_string(c.weight),
+                    c.weight_source);
+    }
+    Config::Priority p = Config::Priority::kNormal;
+    if (a.priority && ParsePriorityName(*a.priority, &p) && p > c.priority) {
+      return refuse("priority " + *a.priority, PriorityName(c.priority), c.priority_source);
+    }
+  }
+  return Response::Ok();
+}
+
 }  // namespace
 
 Response HandleSet(const ctl::Request& req) {
@@ -111,6 +144,10 @@ Response HandleSet(const ctl::Request& req) {
   for (int v = 0; v < n; ++v) all.push_back(v);
   targets = a.device ? std::vector<int>{*a.device} : all;
   if (Response r = CheckSupported(a, targets); !r.ok) return r;
+  // Root (the node's admin, and vgpud) may raise or lower; anyone else only lower.
+  if (req.peer_uid != 0 || a.as_tenant) {
+    if (Response r = CheckCeilings(a, targets); !r.ok) return r;
+  }
   // The memory limit first: the only change that can be refused.
   if (a.memory_limit) {
     if (Response r = SetMemoryLimit(*a.memory_limit, targets); !r.ok) return r;

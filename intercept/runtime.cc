@@ -70,6 +70,14 @@ Runtime::Runtime() {
     if (config_error_.empty()) config_error_ = "invalid configuration";
   }
   InitLog("vgpu", config_.log_level, config_.log_file);  // off unless VGPU_LOG_FILE is set
+  // A tenant asked for more than the admin allows: it runs at the ceiling, and
+  // says so once (the one place libvgpu writes to stderr besides a fatal error).
+  for (const std::string& refusal : config_.refusals) {
+    const std::string line = "vgpu: " + refusal + "\n";
+    ssize_t w = write(STDERR_FILENO, line.data(), line.size());
+    (void)w;
+    VGPU_LOG(kWarn, "{}", refusal.c_str());
+  }
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   std::atexit(AtExit);
 }

@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "common/config/ceilings.h"
 #include "common/config/config_file.h"
 #include "common/config/option_table.h"
 
@@ -23,6 +25,7 @@ using config_internal::Input;
 using config_internal::IsIndexedAlias;
 using config_internal::Kind;
 using config_internal::LoadState;
+using config_internal::MarkSet;
 using config_internal::OptionIndex;
 using config_internal::OptionSpec;
 using config_internal::OptionTable;
@@ -71,10 +74,9 @@ bool ApplyIndexedAlias(size_t option, const std::string& alias, const EnvLookup&
     std::string name = prefix + std::to_string(i);
     const char* value = getenv_fn(name.c_str());
     if (value == nullptr) continue;
-    if (!spec.parse_indexed(i, EnvInput(name, value, Kind::kScalar), st->cfg, error)) {
-      return false;
-    }
-    st->set[option] = true;
+    const Input in = EnvInput(name, value, Kind::kScalar);
+    if (!spec.parse_indexed(i, in, st->cfg, error)) return false;
+    MarkSet(option, in, st);
   }
   return true;
 }
@@ -101,7 +103,8 @@ std::vector<std::string> EnvironNames() {
 }
 
 bool LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>& env_names,
-                      const char* fallback_file, Config* out, std::string* error) {
+                      const char* fallback_file, std::span<const char* const> admin_files,
+                      Config* out, std::string* error) {
   LoadState st{out};
   const auto table = OptionTable();
   const size_t config_option = OptionIndex("VGPU_CONFIG");
@@ -119,12 +122,54 @@ bool LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>
   for (size_t i = 0; i < table.size(); ++i) {
     out->configured = out->configured || (st.set[i] && table[i].policy);
   }
+  for (const char* path : admin_files) {
+    if (path == nullptr || access(path, F_OK) != 0) continue;
+    if (!config_internal::ApplyCeilingFile(path, &st, error)) return false;
+  }
+  out->origins = st.origin;
+  out->texts = st.text;
+  for (std::string& o : out->origins) {
+    if (o.empty()) o = "default";
+  }
   return true;
 }
 
 }  // namespace
 
 uint64_t Config::LimitFor(int visible_index) const {
+  uint64_t limit = RequestedLimitFor(visible_index);
+  for (const ConfigCeiling& c : ceilings)
+    limit = std::min(limit, c.limits->LimitFor(visible_index));
+  return limit;
+}
+
+Config::Ceilings Config::CeilingsFor(int visible_index) const {
+  Ceilings out;
+  for (const ConfigCeiling& c : ceilings) {
+    const Config& a = *c.limits;
+    if (a.LimitFor(visible_index) < out.memory_limit) {
+      out.memory_limit = a.LimitFor(visible_index);
+      out.memory_source = c.source;
+    }
+    const uint32_t share = a.ShareFor(visible_index);
+    if (share != 0 && (out.share_permille == 0 || share < out.share_permille)) {
+      out.share_permille = share;
+      out.share_source = c.source;
+    }
+    // An admin file that names no weight or priority allows the defaults.
+    if (std::max<uint32_t>(1, a.compute_weight) < out.weight) {
+      out.weight = std::max<uint32_t>(1, a.compute_weight);
+      out.weight_source = c.source;
+    }
+    if (a.priority < out.priority || out.priority_source.empty()) {
+      out.priority = std::min(out.priority, a.priority);
+      out.priority_source = c.source;
+    }
+  }
+  return out;
+}
+
+uint64_t Config::RequestedLimitFor(int visible_index) const {
   if (visible_index < 0) return 0;
   for (const auto& [index, limit] : memory_limit_by_index) {
     if (index == visible_index) return limit;
@@ -135,6 +180,12 @@ uint64_t Config::LimitFor(int visible_index) const {
 }
 
 bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) const {
+  for (const ConfigCeiling& c : ceilings) {
+    if (!c.limits->ValidateAgainstDeviceCount(device_count, error)) {
+      *error = c.source + ": " + *error;
+      return false;
+    }
+  }
   std::string n = std::to_string(device_count);
   if (!memory_limits.empty() && memory_limits.size() != static_cast<size_t>(device_count)) {
     *error = memory_limit_source + " lists " + std::to_string(memory_limits.size()) +
@@ -174,12 +225,14 @@ bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out, std
 }
 
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
-                const std::vector<std::string>* env_names, const char* fallback_file) {
+                const std::vector<std::string>* env_names, const char* fallback_file,
+                std::span<const char* const> admin_files) {
   try {
     *out = Config{};
-    bool ok = env_names != nullptr
-                  ? LoadConfigOrFail(getenv_fn, *env_names, fallback_file, out, error)
-                  : LoadConfigOrFail(getenv_fn, EnvironNames(), fallback_file, out, error);
+    bool ok =
+        env_names != nullptr
+            ? LoadConfigOrFail(getenv_fn, *env_names, fallback_file, admin_files, out, error)
+            : LoadConfigOrFail(getenv_fn, EnvironNames(), fallback_file, admin_files, out, error);
     if (!ok) *out = Config{};
     return ok;
   } catch (...) {
@@ -195,12 +248,24 @@ Config::ComputePolicy Config::EffectivePolicy() const {
   for (const auto& [index, permille] : compute_share_by_index) {
     any_share = any_share || permille != 0;
   }
+  for (const ConfigCeiling& c : ceilings) {
+    any_share = any_share || c.limits->EffectivePolicy() == ComputePolicy::kFixed;
+  }
   if (any_share) return ComputePolicy::kFixed;
   if (compute_weight != 0 || high_priority()) return ComputePolicy::kWeighted;
   return ComputePolicy::kNative;
 }
 
 uint32_t Config::ShareFor(int visible_index) const {
+  uint32_t share = RequestedShareFor(visible_index);
+  for (const ConfigCeiling& c : ceilings) {
+    const uint32_t cap = c.limits->ShareFor(visible_index);
+    if (cap != 0) share = share == 0 ? cap : std::min(share, cap);
+  }
+  return share;
+}
+
+uint32_t Config::RequestedShareFor(int visible_index) const {
   for (const auto& [index, permille] : compute_share_by_index) {
     if (index == visible_index) return permille;
   }

@@ -7,10 +7,18 @@
 // VGPU_CONFIG (a container hook writes it), environment variables. A malformed
 // value anywhere is an error naming the variable or key, and the caller fails
 // closed (no unlimited access by accident).
+//
+// Above them, the admin's files (the node file, the container limits the hook
+// writes; docs/configuration.md, "Ceilings") set ceilings: the tenant's own
+// values may tighten a limit, share, weight or priority, never raise it; a
+// value above a ceiling is refused with a one-line message and the ceiling
+// applies.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +27,18 @@
 #include "common/log.h"
 
 namespace vgpu {
+
+// The node's admin file of ceilings (root-owned; absent: none).
+inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
+// The admin files libvgpu reads, in order; each one's values are ceilings.
+inline constexpr const char* kAdminConfigFiles[] = {kNodeConfigFile, kContainerLimitsFile};
+
+struct Config;
+// An admin file's values, in force as ceilings.
+struct ConfigCeiling {
+  std::string source;  // "node file '/etc/vgpu/node.json'"
+  std::shared_ptr<const Config> limits;
+};
 
 struct Config {
   static constexpr uint64_t kNoLimit = UINT64_MAX;
@@ -76,10 +96,35 @@ struct Config {
   ComputePolicy EffectivePolicyFor(int visible_index) const;
   bool configured = false;               // any policy option set (else pure pass-through)
 
+  // Ceilings in force, tightest first applied by LimitFor and ShareFor;
+  // weight, priority, compute policy, group, devices and the scheduler region
+  // are settled at load.
+  std::vector<ConfigCeiling> ceilings;
+  // One line per tenant value above a ceiling, which was not applied.
+  std::vector<std::string> refusals;
+  // Per option (Options() order): where the value in force came from
+  // ("default", "VGPU_GROUP", "VGPU_CONFIG file 'x': group", "node file 'y': ...").
+  std::vector<std::string> origins;
+  // Per option: its value in force as written ("" where the default holds).
+  std::vector<std::string> texts;
+
   // Limit for visible device i (kNoLimit if none). Fails closed: an index the
   // per-device list does not cover yields 0, so call
   // ValidateAgainstDeviceCount() first.
   uint64_t LimitFor(int visible_index) const;
+  // The tightest of the ceilings on visible device i, and who sets each
+  // (source empty: no ceiling). For a tenant's runtime changes (vgpuctl set).
+  struct Ceilings {
+    uint64_t memory_limit = kNoLimit;
+    uint32_t share_permille = 0;  // 0: no cap
+    uint32_t weight = UINT32_MAX;
+    Priority priority = Priority::kHigh;
+    std::string memory_source, share_source, weight_source, priority_source;
+  };
+  Ceilings CeilingsFor(int visible_index) const;
+  // The process's own limit and share on visible device i, before ceilings.
+  uint64_t RequestedLimitFor(int visible_index) const;
+  uint32_t RequestedShareFor(int visible_index) const;
 
   // Checks the per-device settings against the number of devices the process
   // sees: a VGPU_DEVICE_MEMORY_LIMIT list must have exactly that many values,
@@ -128,7 +173,8 @@ using EnvLookup = std::function<const char*(const char*)>;
 // temporary file; nullptr: none).
 bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
                 const std::vector<std::string>* env_names = nullptr,
-                const char* fallback_file = kContainerConfigFile);
+                const char* fallback_file = kContainerConfigFile,
+                std::span<const char* const> admin_files = kAdminConfigFiles);
 
 // Reads one option (`env`, its VGPU_* name) from the environment alone, into
 // the fields of *out it owns: for vgpuctl and the control library, which need

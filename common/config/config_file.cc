@@ -18,35 +18,45 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxConfigFileBytes = 1 << 20;
 
-std::string FileSource(const std::string& path) { return "VGPU_CONFIG file '" + path + "'"; }
+// A file as messages name it: "VGPU_CONFIG file '/x.json'", "node file '...'".
+struct FileName {
+  const char* kind;
+  std::string path;  // Printable
+  std::string Source() const { return std::string(kind) + " '" + path + "'"; }
+  // For failures to open or read: the user's file as the variable that named it.
+  std::string Named() const {
+    return std::strcmp(kind, kUserFileKind) == 0 ? "VGPU_CONFIG='" + path + "'" : Source();
+  }
+};
 
 // Opens `path` only if it is a regular file. O_NONBLOCK keeps the open of a
 // FIFO (which would wait for a writer for ever, inside cuInit) from blocking;
 // the type is checked on the opened descriptor, so a swap after a stat cannot
 // slip a FIFO or a device in.
-FILE* OpenRegularFile(const std::string& path, std::string* error) {
+FILE* OpenRegularFile(const std::string& path, const FileName& name, std::string* error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
-    *error = "VGPU_CONFIG='" + Printable(path) + "' cannot be read: " + std::strerror(errno);
+    *error = name.Named() + " cannot be read: " + std::strerror(errno);
     return nullptr;
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = "VGPU_CONFIG='" + Printable(path) + "' is not a regular file";
+    *error = name.Named() + " is not a regular file";
     ::close(fd);
     return nullptr;
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   FILE* f = ::fdopen(fd, "r");
   if (f == nullptr) {
-    *error = "VGPU_CONFIG='" + Printable(path) + "' cannot be read: " + std::strerror(errno);
+    *error = name.Named() + " cannot be read: " + std::strerror(errno);
     ::close(fd);
   }
   return f;
 }
 
-bool ReadFile(const std::string& path, std::string* text, std::string* error) {
-  FILE* f = OpenRegularFile(path, error);
+bool ReadFile(const std::string& path, const FileName& name, std::string* text,
+              std::string* error) {
+  FILE* f = OpenRegularFile(path, name, error);
   if (f == nullptr) return false;
   char buf[4096];
   size_t n = 0;
@@ -57,19 +67,18 @@ bool ReadFile(const std::string& path, std::string* text, std::string* error) {
   int read_errno = std::ferror(f) != 0 ? (errno != 0 ? errno : EIO) : 0;
   std::fclose(f);
   if (read_errno != 0) {
-    *error = "VGPU_CONFIG='" + Printable(path) + "' cannot be read: " + std::strerror(read_errno);
+    *error = name.Named() + " cannot be read: " + std::strerror(read_errno);
     return false;
   }
   if (text->size() > kMaxConfigFileBytes) {
-    *error = FileSource(Printable(path)) + " is larger than 1 MiB";
+    *error = name.Source() + " is larger than 1 MiB";
     return false;
   }
   return true;
 }
 
 // Parses `text` as one JSON object whose keys appear once each.
-bool ParseJsonObject(const std::string& path, const std::string& text, Json* out,
-                     std::string* error) {
+bool ParseJsonObject(const FileName& name, const std::string& text, Json* out, std::string* error) {
   std::string duplicate;
   auto callback = [&duplicate, seen = std::set<std::string>()](int depth, Json::parse_event_t event,
                                                                Json& parsed) mutable {
@@ -82,15 +91,15 @@ bool ParseJsonObject(const std::string& path, const std::string& text, Json* out
   try {
     *out = Json::parse(text, callback);
   } catch (const std::exception& e) {
-    *error = FileSource(Printable(path)) + " is not valid JSON: " + Printable(e.what(), 400);
+    *error = name.Source() + " is not valid JSON: " + Printable(e.what(), 400);
     return false;
   }
   if (!out->is_object()) {
-    *error = FileSource(Printable(path)) + " must hold a JSON object, e.g. {\"group\": \"job42\"}";
+    *error = name.Source() + " must hold a JSON object, e.g. {\"group\": \"job42\"}";
     return false;
   }
   if (!duplicate.empty()) {
-    *error = FileSource(Printable(path)) + " has key '" + Printable(duplicate) + "' twice";
+    *error = name.Source() + " has key '" + Printable(duplicate) + "' twice";
     return false;
   }
   return true;
@@ -156,10 +165,10 @@ std::string JsonTypeExpected(Kind kind) {
                              : "a string";
 }
 
-bool ApplyJsonKey(const std::string& path, const std::string& key, const Json& value, LoadState* st,
+bool ApplyJsonKey(const FileName& name, const std::string& key, const Json& value, LoadState* st,
                   std::string* error) {
   int option = OptionForJsonKey(key);
-  std::string source = FileSource(Printable(path));
+  std::string source = name.Source();
   if (option < 0) {
     *error = source + " has unknown key '" + Printable(key) + "': expected " + JsonKeyList();
     return false;
@@ -176,12 +185,14 @@ bool ApplyJsonKey(const std::string& path, const std::string& key, const Json& v
 
 }  // namespace
 
-bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error) {
+bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error, const char* kind) {
+  const FileName name{kind, Printable(path)};
   std::string text;
   Json root;
-  if (!ReadFile(path, &text, error) || !ParseJsonObject(path, text, &root, error)) return false;
+  if (!ReadFile(path, name, &text, error) || !ParseJsonObject(name, text, &root, error))
+    return false;
   for (const auto& [key, value] : root.items()) {
-    if (!ApplyJsonKey(path, key, value, st, error)) return false;
+    if (!ApplyJsonKey(name, key, value, st, error)) return false;
   }
   return true;
 }

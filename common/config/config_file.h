@@ -13,6 +13,10 @@ namespace vgpu::config_internal {
 // through the option table. False with a one-line message naming the file and
 // the key on a missing or unreadable file, invalid JSON, a key given twice, an
 // unknown key, a value of the wrong type or a malformed value.
-bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error);
+// `kind` names the file in messages and origins: the user's file (VGPU_CONFIG)
+// or an admin's ("node file", "container limits").
+inline constexpr const char* kUserFileKind = "VGPU_CONFIG file";
+bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error,
+                   const char* kind = kUserFileKind);
 
 }  // namespace vgpu::config_internal

@@ -40,10 +40,17 @@ bool IsIndexedAlias(const std::string& alias);
 
 // What a load has set so far, per table entry.
 struct LoadState {
-  explicit LoadState(Config* c) : cfg(c), set(OptionTable().size(), false) {}
+  explicit LoadState(Config* c)
+      : cfg(c), set(OptionTable().size(), false), origin(OptionTable().size()),
+        text(OptionTable().size()) {}
   Config* cfg;
   std::vector<bool> set;
+  std::vector<std::string> origin;  // the source of the value in force ("VGPU_GROUP", "file 'x': group")
+  std::vector<std::string> text;    // that value as written
 };
+
+// Marks table entry `option` set by `in` (its source and text).
+void MarkSet(size_t option, const Input& in, LoadState* st);
 
 // Parses `in` as table entry `option` into st->cfg and marks it set.
 bool Apply(size_t option, Input in, LoadState* st, std::string* error);

@@ -369,8 +369,14 @@ bool Apply(size_t option, Input in, LoadState* st, std::string* error) {
     in.items = {in.text};
   }
   if (!spec.parse(in, st->cfg, error)) return false;
-  st->set[option] = true;
+  MarkSet(option, in, st);
   return true;
+}
+
+void MarkSet(size_t option, const Input& in, LoadState* st) {
+  st->set[option] = true;
+  st->origin[option] = in.source;
+  st->text[option] = in.text;
 }
 
 std::vector<std::string> AliasList(const OptionSpec& spec) { return SplitList(spec.info.aliases); }

@@ -162,6 +162,7 @@ Status ParseSetArgs(const json& args, SetArgs* out) {
   }
   if (s.ok()) s = GetInteger(args, "compute_share", 1, 100, &out->compute_share);
   if (s.ok()) s = GetInteger(args, "weight", 1, 1000, &out->weight);
+  if (s.ok()) s = GetBool(args, "as_tenant", &out->as_tenant);
   if (s.ok() && Has(args, "priority")) {
     std::string p;
     s = GetString(args, "priority", &p);

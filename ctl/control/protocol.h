@@ -81,6 +81,9 @@ struct SetArgs {
   std::optional<int> compute_share;      // percent, 1..100
   std::optional<int> weight;             // 1..1000 (VGPU_COMPUTE_WEIGHT's range)
   std::optional<std::string> priority;   // one of kPriorities
+  // Set by vgpud (root) when it forwards a request of a job's owner who is not
+  // an admin: the admin's ceilings apply as if the owner had asked directly.
+  bool as_tenant = false;
 };
 // The priorities a process may have (VGPU_PRIORITY), highest first.
 inline constexpr const char* kPriorities[] = {"high", "normal", "low"};

@@ -125,7 +125,8 @@ Status CheckOption(const char* env, const std::string& value, const std::string&
   Config cfg;
   std::string error;
   // No fallback file: the hook runs on the host, whose files are not the container's.
-  if (!LoadConfig(lookup, &cfg, &error, &no_names, nullptr)) return Invalid(source + ": " + error);
+  if (!LoadConfig(lookup, &cfg, &error, &no_names, nullptr, {}))
+    return Invalid(source + ": " + error);
   return Status::Ok();
 }
 
@@ -318,6 +319,30 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
       if (!s.ok()) return s;
     }
     *json_text = file.dump(2) + "\n";
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(ErrorCode::kIo, std::string("internal error: ") + Printable(e.what()));
+  }
+}
+
+Status BuildContainerLimits(const Annotations& annotations, const std::string& container_json,
+                            std::string* json_text) {
+  json_text->clear();
+  try {
+    json limits = json::object();
+    for (const auto& [key, value] : annotations) {
+      const AnnotationOption* option =
+          key.starts_with(kAnnotationPrefix) ? OptionOfAnnotation(key) : nullptr;
+      if (option == nullptr) continue;  // BuildContainerConfig refused unknown vgpu.io/ keys
+      for (const OptionInfo& o : Options()) {
+        if (std::string_view(o.env) == option->env) limits[o.json_key] = value;
+      }
+    }
+    if (limits.empty()) return Status::Ok();
+    // Fixed too: a process that picked another group would get a fresh quota.
+    const json file = json::parse(container_json);
+    if (file.contains("group")) limits["group"] = file["group"];
+    *json_text = limits.dump(2) + "\n";
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(ErrorCode::kIo, std::string("internal error: ") + Printable(e.what()));

@@ -72,6 +72,15 @@ bool EnvValue(const std::vector<std::string>& env, std::string_view name, std::s
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
                             const std::vector<std::string>& env, std::string* json_text);
 
+// The admin's part of the container's configuration, written to
+// kContainerLimitsFile: the vgpu.io/ annotations' values and the container's
+// quota group (from `container_json`, BuildContainerConfig's text), which
+// libvgpu applies as ceilings over the container's own environment and files
+// (docs/configuration.md, "Ceilings"). Empty when no annotation asks for a
+// limit: without an admin source the container's variables rule as before.
+Status BuildContainerLimits(const Annotations& annotations, const std::string& container_json,
+                            std::string* json_text);
+
 // Whether libvgpu in the container will read the file: with vgpu.io/
 // annotations, process.env must leave VGPU_CONFIG unset (libvgpu then reads
 // kContainerConfig) or name kContainerConfig (as the CDI spec does). A

@@ -93,14 +93,15 @@ Status LoadContainer(ContainerState* state, BundleConfig* config) {
   return s;
 }
 
-// Writes the container's VGPU_CONFIG file, then its ld.so.preload: libvgpu is
-// never preloaded without its limits. Then the driver is made findable and
-// the container gets its own run directory.
+// Writes the container's limits (the admin's ceilings) and VGPU_CONFIG file,
+// then its ld.so.preload: libvgpu is never preloaded without its limits. Then the driver is made
+// findable and the container gets its own run directory.
 int Act(const Options& opt, const ContainerState& state, const BundleConfig& config) {
   const std::string id = Printable(state.id);
-  std::string file;
+  std::string file, limits;
   const Annotations annotations = MergedAnnotations(state, config);
   Status s = BuildContainerConfig(state.id, annotations, config.env, &file);
+  if (s.ok()) s = BuildContainerLimits(annotations, file, &limits);
   if (s.ok()) s = CheckConfigReachable(annotations, config.env);
   Fd rootfs;
   if (s.ok()) s = OpenRootfs(config.rootfs, &rootfs);
@@ -110,6 +111,9 @@ int Act(const Options& opt, const ContainerState& state, const BundleConfig& con
     return Fail("container " + id + " asks for vgpu but " + opt.preload +
                 " is not in its root file system: use --device vgpu.io/gpu=N (CDI) or mount it");
   }
+  // The ceilings before anything else: libvgpu never runs with the
+  // container's own values but without the admin's.
+  if (s.ok() && !limits.empty()) s = WriteContainerFile(rootfs.get(), kContainerLimitsFile, limits);
   if (s.ok()) s = WriteContainerFile(rootfs.get(), kContainerConfig, file);
   if (s.ok()) s = AddPreloadLine(rootfs.get(), opt.preload);
   if (s.ok()) s = MakeDriverFindable(rootfs.get(), config.rootfs);

@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: vgpuctl <command> [args]\n"
     "  version                 print the version\n"
-    "  config                  list every configuration variable with its default\n"
+    "  config [--options]      each option in force here and its source; --options: the table\n"
     "  quota GROUP             show a quota group's limits and usage per device\n"
     "  ps                      list interposed processes: state, devices, used, quota\n"
     "                          (vgpud's view when it runs: priority, footprint, reason)\n"
@@ -89,18 +89,42 @@ constexpr int kOk = vgpu::ctl::cli::kExitOk;
 constexpr int kUsageError = vgpu::ctl::cli::kExitUsage;
 constexpr int kNotFound = vgpu::ctl::cli::kExitNotFound;
 
-int Config() {
-  std::printf("%-26s %-34s %-20s %s\n", "VARIABLE", "ALIASES", "DEFAULT", "MEANING");
-  for (const vgpu::OptionInfo& o : vgpu::Options()) {
-    std::printf("%-26s %-34s %-20s %s\n", o.env, o.aliases[0] ? o.aliases : "-", o.default_text,
-                o.doc);
+// `vgpuctl config`: each option's value in force in this environment (the
+// admin's files, VGPU_CONFIG or the container file, the environment) and where
+// it came from; `--options`: the option table (defaults, HAMi aliases, meaning).
+int Config(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "--options") {
+    std::printf("%-26s %-34s %-20s %s\n", "VARIABLE", "ALIASES", "DEFAULT", "MEANING");
+    for (const vgpu::OptionInfo& o : vgpu::Options()) {
+      std::printf("%-26s %-34s %-20s %s\n", o.env, o.aliases[0] ? o.aliases : "-", o.default_text,
+                  o.doc);
+    }
+    return kOk;
   }
+  if (!args.empty()) {
+    std::fprintf(stderr, "vgpuctl: config takes no argument but --options\n");
+    return kUsageError;
+  }
+  vgpu::Config c;
+  std::string error;
+  if (!vgpu::LoadConfig([](const char* n) { return std::getenv(n); }, &c, &error)) {
+    std::fprintf(stderr, "vgpuctl: %s\n", error.c_str());
+    return kUsageError;
+  }
+  const auto& options = vgpu::Options();
+  std::printf("%-26s %-28s %s\n", "VARIABLE", "VALUE", "SOURCE");
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& text = c.texts[i];
+    std::printf("%-26s %-28s %s\n", options[i].env,
+                text.empty() ? options[i].default_text : text.c_str(), c.origins[i].c_str());
+  }
+  for (const std::string& r : c.refusals) std::printf("refused: %s\n", r.c_str());
   return kOk;
 }
 
 int Quota(const std::string& group) {
   std::string shm = vgpu::QuotaLedger::ShmName(group);
-  struct stat st{};
+  struct stat st {};
   if (stat(("/dev/shm" + shm).c_str(), &st) != 0) {
     std::fprintf(stderr, "vgpuctl: no quota group '%s' (no /dev/shm%s)\n", group.c_str(),
                  shm.c_str());
@@ -138,7 +162,7 @@ int main(int argc, char** argv) {
     std::printf("vgpuctl %s\n", VGPU_VERSION);
     return kOk;
   }
-  if (cmd == "config") return Config();
+  if (cmd == "config") return Config(std::vector<std::string>(argv + 2, argv + argc));
   if (cmd == "quota" && argc == 3) return Quota(argv[2]);
   if (cmd == "cdi") return vgpu::ctl::cli::Cdi(std::vector<std::string>(argv + 2, argv + argc));
   for (const NamedCommand& c : kProcessCommands) {

@@ -61,6 +61,7 @@ nlohmann::json DevicesJson(const NodeGpus& gpus) {
 Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest* out) {
   if (line.size() > ctl::kMaxRequestBytes) return Status::Error(ErrorCode::kInval, "request too large");
   if (Status s = ctl::ParseRequest(line, &out->req); !s.ok()) return s;
+  out->admin = peer.admin;
   const std::string& cmd = out->req.cmd;
   const nlohmann::json& args = out->req.args;
   if (!args.is_object()) return Status::Error(ErrorCode::kInval, "invalid 'args': expected an object");
@@ -138,6 +139,8 @@ ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::functi
   if (cmd == "set") {
     nlohmann::json rest = args;
     rest.erase("pid");
+    // vgpud asks as root: a job owner's request must still obey the ceilings.
+    if (!r.admin) rest["as_tenant"] = true;
     return c->Set(r.target, rest);
   }
   if (cmd == "migrate") {

@@ -34,6 +34,7 @@ struct Peer {
 struct DaemonRequest {
   ctl::Request req;
   pid_t target = 0;  // the job acted on (make_room, set), 0 for none
+  bool admin = false;  // the peer is root or in the admin group
 };
 Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest* out);
 

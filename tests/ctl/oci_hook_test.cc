@@ -200,6 +200,29 @@ TEST(OciState, HamiNamesGoIntoTheFile) {
   EXPECT_NE(s.message.find("CUDA_DEVICE_MEMORY_LIMIT"), std::string::npos) << s.message;
 }
 
+// The annotations are the admin's: they go into the limits file too, with
+// the container's group, where libvgpu reads them as ceilings; the
+// container's own variables stay in container.json only. No annotation, no
+// limits file (the container's variables rule as before).
+TEST(OciState, AnnotationsAreTheContainersCeilings) {
+  const Annotations a = {
+      {"vgpu.io/memory-limit", "1GiB"}, {"vgpu.io/priority", "normal"}, {"x", "y"}};
+  const std::vector<std::string> env = {"VGPU_DEVICE_MEMORY_LIMIT=16GiB", "VGPU_PRIORITY=high"};
+  std::string file, limits;
+  ASSERT_TRUE(BuildContainerConfig("0123abcd", a, env, &file).ok());
+  ASSERT_TRUE(BuildContainerLimits(a, file, &limits).ok());
+  const json l = json::parse(limits);
+  EXPECT_EQ(l.value("device_memory_limit", ""), "1GiB") << limits;
+  EXPECT_EQ(l.value("priority", ""), "normal") << limits;
+  EXPECT_EQ(l.value("group", ""), "0123abcd") << limits;
+  EXPECT_EQ(l.size(), 3u) << limits;
+  EXPECT_EQ(json::parse(file).value("device_memory_limit", ""), "16GiB")
+      << "the tenant's ask, refused later";
+  ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, env, &file).ok());
+  ASSERT_TRUE(BuildContainerLimits({}, file, &limits).ok());
+  EXPECT_TRUE(limits.empty()) << limits;
+}
+
 TEST(OciState, InvalidAnnotationIsAnError) {
   Status s;
   Build({{"vgpu.io/memory-limit", "lots"}}, {}, &s);

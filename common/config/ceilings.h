@@ -1,0 +1,21 @@
+// The admin's files as ceilings over the tenant's own configuration
+// (config.h, docs/configuration.md "Ceilings"). Internal to vgpu_config.
+#pragma once
+
+#include <string>
+
+#include "common/config/option_table.h"
+
+namespace vgpu::config_internal {
+
+inline constexpr const char* kAdminFileKind = "admin file";
+
+// Reads the admin file `path` and makes its values ceilings over what `user`
+// has loaded: fixed options (group, devices, scheduler region, compute policy)
+// take the admin's value; limit, share, weight and priority keep the tenant's
+// only where it is tighter. Each tenant value refused is a line in
+// user->cfg->refusals. False with a one-line message if the file is malformed
+// (the caller fails closed).
+bool ApplyCeilingFile(const std::string& path, LoadState* user, std::string* error);
+
+}  // namespace vgpu::config_internal
