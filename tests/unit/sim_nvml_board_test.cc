@@ -1,15 +1,18 @@
 // The simulated NVML's board model (sim/nvml/nvml_board.h) on boards other
 // than the default H100 SXM, with the engine driven directly through
-// NodeRegion so that every reading is exact: profiles by compute capability
-// and SM count, clocks from the configured bandwidth, energy as the integral
-// of the power model, and topology from VGPU_SIM_P2P on boards with and
+// NodeRegion with explicit timestamps so that no reading depends on how fast
+// the machine runs the test: profiles by compute capability and SM count,
+// clocks from the configured bandwidth, power linear in the busy fraction,
+// energy as its integral, and topology from VGPU_SIM_P2P on boards with and
 // without NVLink.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -134,27 +137,58 @@ TEST_F(SimNvmlBoard, ProfilesFollowComputeCapabilitySmCountAndBandwidth) {
   EXPECT_EQ(Fn<UintQuery>("nvmlDeviceGetPowerUsage")(nullptr, &v), NVML_ERROR_INVALID_ARGUMENT);
 }
 
-// Power is linear in the busy fraction of the last second, energy is its
-// integral: idle power over the node's life plus (TDP - idle) per busy second.
+// The sensor model, for readings whose instant the test cannot pin down:
+// what the library reads at NowNs() == now_ns for a device that has been
+// busy busy_ns of the node's life so far.
+struct SensorModel {
+  uint64_t created_ns;
+  unsigned int idle_mw, tdp_mw;
+  // Power is linear in the busy fraction; while the node is younger than the
+  // one-second window, the window is the node's life.
+  unsigned int PowerMw(uint64_t now_ns, uint64_t busy_ns) const {
+    double busy = std::min(1.0, static_cast<double>(busy_ns) / (now_ns - created_ns));
+    return idle_mw + static_cast<unsigned int>(std::lround((tdp_mw - idle_mw) * busy));
+  }
+  // Energy is its integral: idle power over the node's life plus
+  // (TDP - idle) per busy second, in whole mJ (mW * ns / 1e9).
+  unsigned long long EnergyMj(uint64_t now_ns, uint64_t busy_ns) const {
+    unsigned __int128 pj = static_cast<unsigned __int128>(idle_mw) * (now_ns - created_ns) +
+                           static_cast<unsigned __int128>(tdp_mw - idle_mw) * busy_ns;
+    return static_cast<unsigned long long>(pj / 1'000'000'000u);
+  }
+};
+
+// A kernel that has held the engine since the node was created: the busy
+// fraction is exactly 1 whenever the readings happen, so power, temperature
+// and clock are exact; the energy, read at an instant between two clock
+// readings, lies between the model's values at those two instants.
 TEST_F(SimNvmlBoard, PowerTemperatureAndEnergyOfABusyEngine) {
   NodeRegion* node = OpenAsCuda();
   ASSERT_NE(node, nullptr);
-  const unsigned long long e0 = Energy(2);
-  const uint64_t t0 = NowNs();
-  uint64_t started = node->EngineAcquire(2, NowNs());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  // The kernel has run for (nearly: the node is a few ms older) the whole window.
-  EXPECT_GE(Uint("nvmlDeviceGetPowerUsage", 2), 690'000u);
-  EXPECT_LE(Uint("nvmlDeviceGetPowerUsage", 2), 700'000u);
+  const SensorModel h100{node->header()->created_ns, 70'000, 700'000};
+  // Queued at the node's creation on an idle engine, it starts then.
+  const uint64_t started = node->EngineAcquire(2, h100.created_ns);
+  ASSERT_EQ(started, h100.created_ns);
+  // Long enough for busy energy to dwarf idle energy; the length is not asserted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Uint("nvmlDeviceGetPowerUsage", 2), 700'000u);
   EXPECT_EQ(UintArg("nvmlDeviceGetTemperature", 2, NVML_TEMPERATURE_GPU), 70u);
   EXPECT_EQ(UintArg("nvmlDeviceGetClockInfo", 2, NVML_CLOCK_SM), 1980u);
   EXPECT_EQ(Uint("nvmlDeviceGetPowerUsage", 0), 55'000u) << "other devices stay idle";
+  uint64_t before = NowNs();
+  const unsigned long long e0 = Energy(2);
+  uint64_t after = NowNs();
+  EXPECT_GE(e0, h100.EnergyMj(before, before - started)) << "at TDP since creation";
+  EXPECT_LE(e0, h100.EnergyMj(after, after - started));
+
   const uint64_t end = NowNs();
   node->EngineRelease(2, started, end);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // idle time adds idle power
+  before = NowNs();
   const unsigned long long e1 = Energy(2);
-  const double busy_s = (end - started) / 1e9, total_s = (NowNs() - t0) / 1e9;
-  const double expected_mj = 70'000 * total_s + (700'000 - 70'000) * busy_s;
-  EXPECT_NEAR(static_cast<double>(e1 - e0), expected_mj, 0.01 * expected_mj + 100);
+  after = NowNs();
+  EXPECT_GE(e1, h100.EnergyMj(before, end - started)) << "idle power after the kernel";
+  EXPECT_LE(e1, h100.EnergyMj(after, end - started));
   EXPECT_GE(Energy(2), e1) << "energy never decreases";
   // Field values agree with the individual queries.
   nvmlFieldValue_t f[3] = {};
@@ -162,13 +196,45 @@ TEST_F(SimNvmlBoard, PowerTemperatureAndEnergyOfABusyEngine) {
   f[1].fieldId = NVML_FI_DEV_POWER_CURRENT_LIMIT;
   f[2].fieldId = NVML_FI_DEV_POWER_INSTANT;
   f[2].scopeId = 1;  // the module (Grace + GPU): no such thing here
+  before = NowNs();
   ASSERT_EQ(Fn<nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*)>("nvmlDeviceGetFieldValues")(
                 h_[2], 3, f),
             NVML_SUCCESS);
+  after = NowNs();
   EXPECT_EQ(f[0].valueType, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG);
-  EXPECT_GE(f[0].value.ullVal, e1);
+  EXPECT_GE(f[0].value.ullVal, std::max(e1, h100.EnergyMj(before, end - started)));
+  EXPECT_LE(f[0].value.ullVal, h100.EnergyMj(after, end - started));
   EXPECT_EQ(f[1].value.uiVal, 700'000u);
   EXPECT_EQ(f[2].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+}
+
+// A kernel that ran through the first 100 ms of a node at least 200 ms old:
+// about half busy. Power falls as the window grows, so a reading lies
+// between the model's values at the clock readings after and before it;
+// energy grows, so it lies between them the other way round.
+TEST_F(SimNvmlBoard, PowerAndEnergyOfAPartlyBusyEngine) {
+  NodeRegion* node = OpenAsCuda();
+  ASSERT_NE(node, nullptr);
+  const SensorModel pcie{node->header()->created_ns, 50'000, 350'000};
+  constexpr uint64_t kBusyNs = 100'000'000;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Explicit timestamps in the past: the engine records the modelled span,
+  // not when this thread got to run.
+  const uint64_t started = node->EngineAcquire(1, pcie.created_ns);
+  ASSERT_EQ(started, pcie.created_ns);
+  ASSERT_EQ(node->EngineRelease(1, started, started + kBusyNs), started + kBusyNs);
+  uint64_t before = NowNs();
+  const unsigned int power = Uint("nvmlDeviceGetPowerUsage", 1);
+  const unsigned long long energy = Energy(1);
+  uint64_t after = NowNs();
+  EXPECT_LE(power, pcie.PowerMw(before, kBusyNs));
+  // Past the window, the kernel is history (a slow machine's only effect).
+  constexpr uint64_t kWindowNs = 1'000'000'000;
+  EXPECT_GE(power, after - pcie.created_ns <= kWindowNs ? pcie.PowerMw(after, kBusyNs) : 50'000u);
+  EXPECT_LE(power, 200'000u) << "at most half busy: halfway between idle and TDP";
+  EXPECT_GE(energy, pcie.EnergyMj(before, kBusyNs));
+  EXPECT_LE(energy, pcie.EnergyMj(after, kBusyNs));
+  EXPECT_GE(energy, 30'000u) << "(TDP - idle) for 100 ms at least";
 }
 
 // 0-1 are peers: the A100 has NVLink, the PCIe H100 none, so the pair talks
