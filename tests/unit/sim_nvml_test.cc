@@ -10,14 +10,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 
-#include "sim/node_region.h"
 #include "driver/nvml_abi.h"
+#include "sim/node_region.h"
 #include "sim/sim_config.h"
 
 namespace vgpu::sim {
@@ -310,8 +311,8 @@ TEST_F(SimNvml, AFreeAfterUnregisterIsNotReturnedTwice) {
   node->Unreserve(0, 3 * kGiB);  // more than it holds: only what it holds comes back
   EXPECT_EQ(node->device(0).used_bytes.load(), 0u);
   ASSERT_TRUE(node->Reserve(0, kGiB));
-  node->Unregister();            // at exit: its gigabyte comes back
-  node->Unreserve(0, kGiB);      // a late free of the same gigabyte
+  node->Unregister();        // at exit: its gigabyte comes back
+  node->Unreserve(0, kGiB);  // a late free of the same gigabyte
   EXPECT_EQ(node->device(0).used_bytes.load(), 0u);
   nvmlMemory_v2_t m{};
   m.version = nvmlMemory_v2;
@@ -419,6 +420,11 @@ TEST_F(SimNvml, EngineStartsQueuedWorkWhenReleased) {
   node->EngineRelease(0, start, NowNs());
 }
 
+// Readings happen whenever this thread gets to run, so the kernels carry
+// explicit timestamps: one from the node's creation is busy the whole window
+// at any instant; once it ended halfway through the node's life so far, a
+// reading lies between the model's values at clock readings taken before
+// and after it (the fraction only falls as the window grows).
 TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
   NodeRegion* node = OpenAsCuda();
@@ -426,16 +432,28 @@ TEST_F(SimNvml, UtilizationIsEngineBusyTime) {
   nvmlUtilization_t u{};
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
-  uint64_t started = node->EngineAcquire(0, NowNs());  // a kernel starts on device 0 and runs
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Queued at the node's creation on an idle engine, it started then.
+  const uint64_t created = node->header()->created_ns;
+  const uint64_t started = node->EngineAcquire(0, created);
+  ASSERT_EQ(started, created);
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
-  EXPECT_GE(u.gpu, 50u);
-  EXPECT_LE(u.gpu, 100u);
+  EXPECT_EQ(u.gpu, 100u) << "still running: busy since the node exists";
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(1), &u), NVML_SUCCESS);
   EXPECT_EQ(u.gpu, 0u);
-  node->EngineRelease(0, started, NowNs());
+  const uint64_t end = created + (NowNs() - created) / 2;
+  node->EngineRelease(0, started, end);
+  // While the node is younger than the one-second window, the window is its life.
+  auto percent = [&](uint64_t now) {
+    return static_cast<unsigned int>(
+        std::lround(static_cast<double>(end - created) / (now - created) * 100.0));
+  };
+  const uint64_t before = NowNs();
   ASSERT_EQ(nvml_.nvmlDeviceGetUtilizationRates(Handle(0), &u), NVML_SUCCESS);
-  EXPECT_LE(u.gpu, 100u);
+  const uint64_t after = NowNs();
+  EXPECT_LE(u.gpu, percent(before));
+  EXPECT_LE(u.gpu, 50u) << "busy for half the node's life at most";
+  // Past the window the kernel is history: the only effect of a slow machine.
+  EXPECT_GE(u.gpu, after - created <= 1'000'000'000 ? percent(after) : 0u);
   EXPECT_EQ(u.memory, 0u);
 }
 
@@ -488,7 +506,11 @@ TEST_F(SimNvml, ProcessUtilizationOfASaturatingAndAnIdleProcess) {
   ASSERT_EQ(read(to_parent[0], &ok, 1), 1);
   ASSERT_EQ(ok, 1);
 
-  Saturate(node, 0, 5'000'000, 400'000'000);  // 400 ms of back-to-back 5 ms kernels
+  // 400 ms of back-to-back 5 ms kernels, then one still running when NVML
+  // reads: busy without a gap up to the reading, however late it comes.
+  const uint64_t end = Saturate(node, 0, 5'000'000, 400'000'000);
+  const uint64_t running = node->EngineAcquire(0, end);
+  ASSERT_EQ(running, end) << "queued work starts when the engine frees up";
   unsigned long long since = RealtimeUs() - 300'000;
   count = 0;
   EXPECT_EQ(get(Handle(0), nullptr, &count, since), NVML_ERROR_INSUFFICIENT_SIZE);
@@ -500,12 +522,16 @@ TEST_F(SimNvml, ProcessUtilizationOfASaturatingAndAnIdleProcess) {
   ASSERT_EQ(get(Handle(0), s, &count, since), NVML_SUCCESS);
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(s[0].pid, static_cast<unsigned int>(getpid()));
-  EXPECT_GE(s[0].smUtil, 90u);  // busy the whole window, up to host scheduling since
-  EXPECT_LE(s[0].smUtil, 100u);
+  EXPECT_EQ(s[0].smUtil, 100u) << "busy the whole window";
   EXPECT_EQ(s[0].memUtil + s[0].encUtil + s[0].decUtil, 0u);
   EXPECT_GT(s[0].timeStamp, since);
   EXPECT_LE(s[0].timeStamp, RealtimeUs());
-  // Samples are only those newer than lastSeenTimeStamp.
+  node->EngineRelease(0, running, NowNs());
+  // Samples are only those newer than lastSeenTimeStamp: the end of the
+  // process's last kernel.
+  count = 4;
+  ASSERT_EQ(get(Handle(0), s, &count, since), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
   count = 4;
   EXPECT_EQ(get(Handle(0), s, &count, s[0].timeStamp), NVML_ERROR_NOT_FOUND);
   EXPECT_EQ(count, 0u);
@@ -518,21 +544,34 @@ TEST_F(SimNvml, ProcessUtilizationOfASaturatingAndAnIdleProcess) {
 }
 
 // Half of a window busy reads about half; a window after the process went
-// idle has no sample for it.
+// idle has no sample for it. The window runs from lastSeenTimeStamp to the
+// reading, so the reading lies between the engine time over the window at
+// clock readings taken before and after it; lastSeenTimeStamp is wall-clock
+// time, converted to the engine's clock with an allowance of 5 ms.
 TEST_F(SimNvml, ProcessUtilizationOverPartOfTheWindow) {
   ASSERT_EQ(nvml_.nvmlInit_v2(), NVML_SUCCESS);
   NodeRegion* node = OpenAsCuda();
   ASSERT_NE(node, nullptr);
   auto get = nvml_.nvmlDeviceGetProcessUtilization;
-  unsigned long long since = RealtimeUs();
+  const unsigned long long since = RealtimeUs();
+  const uint64_t since_ns = NowNs();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   Saturate(node, 1, 5'000'000, 200'000'000);
+  const uint64_t busy = node->self()->busy_ns[1].load();
+  ASSERT_GE(busy, 200'000'000u);
+  constexpr uint64_t kClockSlackNs = 5'000'000;
+  auto percent = [&](uint64_t window_ns) {
+    return static_cast<unsigned int>(100.0 * static_cast<double>(busy) / window_ns + 0.5);
+  };
   nvmlProcessUtilizationSample_t s[2]{};
   unsigned int count = 2;
+  const uint64_t before = NowNs();
   ASSERT_EQ(get(Handle(1), s, &count, since), NVML_SUCCESS);
+  const uint64_t after = NowNs();
   ASSERT_EQ(count, 1u);
-  EXPECT_GE(s[0].smUtil, 25u);
-  EXPECT_LE(s[0].smUtil, 55u);
+  EXPECT_LE(s[0].smUtil, percent(before - since_ns - kClockSlackNs));
+  EXPECT_GE(s[0].smUtil, percent(after - since_ns + kClockSlackNs));
+  EXPECT_LE(s[0].smUtil, 51u) << "idle for 200 ms, then busy for about as long";
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   count = 2;
   EXPECT_EQ(get(Handle(1), s, &count, RealtimeUs() - 20'000), NVML_ERROR_NOT_FOUND);
