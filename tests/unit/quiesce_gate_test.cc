@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -78,25 +80,37 @@ TEST(QuiesceGateTest, ClosedGateHoldsACallerUntilItOpens) {
   EXPECT_TRUE(entered);
 }
 
+// Whether thread `tid` of this process is asleep in the kernel (state S in
+// /proc/self/task/<tid>/stat).
+bool Asleep(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'S';
+}
+
 TEST(QuiesceGateTest, OnlyAWaitAtAClosedGateIsCounted) {
   uint64_t waits = counters::Get(counters::Id::kGateWaits);
   uint64_t ns = counters::Get(counters::Id::kGateWaitNs);
   std::thread([] { GateGuard g; }).join();
   EXPECT_EQ(counters::Get(counters::Id::kGateWaits), waits) << "an open gate counts nothing";
   CloseGate();
-  std::atomic<bool> started{false};
-  std::thread t([&started] {
-    started.store(true);
+  std::atomic<pid_t> tid{0};
+  std::thread t([&tid] {
+    ThisThreadSlot();  // registered beforehand: from here on it can only sleep at the gate
+    tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
     GateGuard g;
   });
-  // On a loaded machine the thread may not run for a while: the gate opens
-  // only once it is about to enter (and has had 20 ms to reach the wait).
-  while (!started.load()) std::this_thread::sleep_for(1ms);
+  // However late the thread runs, the gate opens only once it is waiting
+  // there, and then only 20 ms later.
+  while (tid.load() == 0) std::this_thread::sleep_for(1ms);
+  while (!Asleep(tid.load())) std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(20ms);
   OpenGate();
   t.join();
   EXPECT_EQ(counters::Get(counters::Id::kGateWaits), waits + 1);
-  EXPECT_GE(counters::Get(counters::Id::kGateWaitNs) - ns, 10'000'000u) << "about 20 ms waited";
+  EXPECT_GE(counters::Get(counters::Id::kGateWaitNs) - ns, 20'000'000u) << "20 ms waited at least";
 }
 
 TEST(QuiesceGateTest, CloseWaitsForTheThreadInside) {
@@ -189,7 +203,7 @@ TEST(QuiesceGateTest, AForkChildClosesTheGateDespiteAParentThreadInside) {
     }
     for (auto& th : threads) th.join();
     if (took_mine) _exit(2);  // the forking thread's slot was handed out
-    CloseGate();  // the parent's thread does not exist here
+    CloseGate();              // the parent's thread does not exist here
     _exit(0);
   }
   int status = 0;
