@@ -521,7 +521,9 @@ TEST(QuotaLedgerTest, FittingDemandIsNotRefusedUnderContention) {
 
 // --- Dead members ----------------------------------------------------------------
 
-TEST(QuotaLedgerTest, SigkilledMemberIsReclaimedWithinASecond) {
+// Reclaimed as soon as the kernel reports the member dead, without waiting
+// for its parent to reap it: how long the kernel takes is not asserted.
+TEST(QuotaLedgerTest, SigkilledMemberIsReclaimedOnceItIsAZombie) {
   constexpr uint64_t kLimit = 100 * kMiB;
   ScopedGroup g("sigkill");
   auto parent = MustOpen(g.name(), {kLimit});
@@ -550,17 +552,14 @@ TEST(QuotaLedgerTest, SigkilledMemberIsReclaimedWithinASecond) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(parent->TryReserve(0, kLimit));
   ASSERT_EQ(kill(child, SIGKILL), 0);
-  // Not waited for yet: the child is a zombie, which holds no device memory.
+  // Not waited for yet: the child becomes a zombie, which holds no device
+  // memory. The deadline only stops a hang.
   const auto start = Clock::now();
-  bool got = false;
-  while (!got && Clock::now() - start < std::chrono::seconds(1)) {
-    got = parent->TryReserve(0, kLimit);  // a refusal reaps the dead
-    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (ProcessStartTime(child) != 0 && Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-  std::printf("sigkill: whole quota available again after %lld ms\n", static_cast<long long>(ms));
-  EXPECT_TRUE(got);
+  ASSERT_EQ(ProcessStartTime(child), 0u) << "the killed child never became a zombie";
+  EXPECT_TRUE(parent->TryReserve(0, kLimit)) << "a refusal reaps the dead, then it fits";
   EXPECT_EQ(parent->Used(0), kLimit);
   EXPECT_EQ(WaitExit(child), 128 + SIGKILL);
   close(ready[0]);
