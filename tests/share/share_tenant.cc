@@ -1,6 +1,6 @@
 // A tenant for the compute-share tests: launches vgpu_sim_sleep kernels back
 // to back on one stream for the given seconds (kernel length in µs), or, with
-// --latency, short kernels with gaps, printing the p99 latency in µs.
+// --latency, short kernels with gaps, printing the median and p99 latency in µs.
 #include <cuda.h>
 #include <unistd.h>
 
@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   CHECK(cuStreamSynchronize(s));
   if (latency && !lat.empty()) {
     std::sort(lat.begin(), lat.end());
+    std::printf("p50_us=%.0f\n", lat[lat.size() / 2]);
     std::printf("p99_us=%.0f\n", lat[lat.size() * 99 / 100]);
   }
   return 0;
