@@ -4,6 +4,9 @@
 #                              quota holds in the container (an allocation past it is refused),
 #                              also for a process that clears its environment; a container
 #                              that asks for nothing runs untouched
+#   podman_test.sh ceiling     the annotation vgpu.io/memory-limit=1GiB is a ceiling: a container
+#                              asking for 16 GiB (VGPU_*, HAMi's name) and high priority sees
+#                              1 GiB, with one refusal line each; one asking for 512 MiB gets it
 #   podman_test.sh checkpoint  the sample training in a container: the host's vgpuctl ps lists
 #                              it by host pid and container id, checkpoints and restores it, and
 #                              its checksum equals an uninterrupted run's; the container sees
@@ -87,6 +90,27 @@ quota)
   # The vgpu containers' run directories went with them (poststop hook).
   left=$(ls "$VGPU_RUN_DIR/containers")
   [ -z "$left" ] || fail "container run directories left behind: $left"
+  ;;
+ceiling)
+  ann=(--device vgpu.io/gpu=0 --annotation vgpu.io/memory-limit=1GiB)
+  podman run --rm "${run_opts[@]}" "${ann[@]}" -e VGPU_DEVICE_MEMORY_LIMIT=16GiB \
+    -e CUDA_DEVICE_MEMORY_LIMIT=8GiB -e VGPU_PRIORITY=high "$image" /app/container_probe quota 768 512 \
+    >"$work/q.out" 2>&1
+  st=$?
+  cat "$work/q.out"
+  [ $st = 0 ] || fail "the annotation's 1 GiB did not hold against the container's 16 GiB"
+  grep -q "total=1073741824 preload=env" "$work/q.out" || fail "the container does not see 1 GiB"
+  grep -q "vgpu: VGPU_DEVICE_MEMORY_LIMIT='16GiB' refused: .*ceiling '1GiB'.*/etc/vgpu/limits.json" \
+    "$work/q.out" || fail "no refusal line naming the memory ceiling and its file"
+  grep -q "vgpu: VGPU_PRIORITY='high' refused: .*ceiling 'normal'" "$work/q.out" ||
+    fail "no refusal line for the priority"
+  podman run --rm "${run_opts[@]}" "${ann[@]}" -e VGPU_DEVICE_MEMORY_LIMIT=512MiB "$image" \
+    /app/container_probe quota 384 256 >"$work/l.out" 2>&1
+  st=$?
+  cat "$work/l.out"
+  [ $st = 0 ] || fail "a container that lowers its limit is not held to it"
+  grep -q "total=536870912 preload=env" "$work/l.out" || fail "the lower limit does not apply"
+  ! grep -q "refused:" "$work/l.out" || fail "lowering a limit was refused"
   ;;
 checkpoint)
   steps=(--steps 600 --sleep-ms 5)
