@@ -17,7 +17,7 @@ inline constexpr const char* kContainerLdConf = "/etc/ld.so.conf.d/000-vgpu.conf
 // points VGPU_CONFIG at it, and libvgpu reads it when VGPU_CONFIG is unset.
 inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";
 // The admin's part of it (annotations; next the DRA claim): ceilings that the
-// container's own environment and files may only tighten. Root-owned, 0444.
+// container's own environment and files may only tighten. Root-owned, 0644.
 inline constexpr const char* kContainerLimitsFile = "/etc/vgpu/limits.json";
 
 }  // namespace vgpu

@@ -51,7 +51,7 @@ class Ceiling {
 
   void Weight() {
     const size_t o = OptionIndex("VGPU_COMPUTE_WEIGHT");
-    const uint32_t cap = std::max<uint32_t>(1, a_->compute_weight);
+    const uint32_t cap = a_->WeightCeiling();
     if (std::max<uint32_t>(1, u_->compute_weight) <= cap) return;
     if (user_->set[o]) Refuse(o, AboveText(std::to_string(cap)));
     u_->compute_weight = cap;

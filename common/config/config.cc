@@ -138,8 +138,9 @@ bool LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>
 
 uint64_t Config::LimitFor(int visible_index) const {
   uint64_t limit = RequestedLimitFor(visible_index);
-  for (const ConfigCeiling& c : ceilings)
+  for (const ConfigCeiling& c : ceilings) {
     limit = std::min(limit, c.limits->LimitFor(visible_index));
+  }
   return limit;
 }
 
@@ -157,8 +158,8 @@ Config::Ceilings Config::CeilingsFor(int visible_index) const {
       out.share_source = c.source;
     }
     // An admin file that names no weight or priority allows the defaults.
-    if (std::max<uint32_t>(1, a.compute_weight) < out.weight) {
-      out.weight = std::max<uint32_t>(1, a.compute_weight);
+    if (a.WeightCeiling() < out.weight) {
+      out.weight = a.WeightCeiling();
       out.weight_source = c.source;
     }
     if (a.priority < out.priority || out.priority_source.empty()) {

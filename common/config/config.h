@@ -36,7 +36,7 @@ inline constexpr const char* kAdminConfigFiles[] = {kNodeConfigFile, kContainerL
 struct Config;
 // An admin file's values, in force as ceilings.
 struct ConfigCeiling {
-  std::string source;  // "node file '/etc/vgpu/node.json'"
+  std::string source;  // "admin file '/etc/vgpu/node.json'"
   std::shared_ptr<const Config> limits;
 };
 
@@ -103,7 +103,7 @@ struct Config {
   // One line per tenant value above a ceiling, which was not applied.
   std::vector<std::string> refusals;
   // Per option (Options() order): where the value in force came from
-  // ("default", "VGPU_GROUP", "VGPU_CONFIG file 'x': group", "node file 'y': ...").
+  // ("default", "VGPU_GROUP", "VGPU_CONFIG file 'x': group", "admin file 'y': ...").
   std::vector<std::string> origins;
   // Per option: its value in force as written ("" where the default holds).
   std::vector<std::string> texts;
@@ -122,6 +122,9 @@ struct Config {
     std::string memory_source, share_source, weight_source, priority_source;
   };
   Ceilings CeilingsFor(int visible_index) const;
+  // As a ceiling, this file's weight: the one it names, or 1 (the default)
+  // when it names none.
+  uint32_t WeightCeiling() const { return compute_weight == 0 ? 1 : compute_weight; }
   // The process's own limit and share on visible device i, before ceilings.
   uint64_t RequestedLimitFor(int visible_index) const;
   uint32_t RequestedShareFor(int visible_index) const;

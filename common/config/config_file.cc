@@ -18,7 +18,7 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxConfigFileBytes = 1 << 20;
 
-// A file as messages name it: "VGPU_CONFIG file '/x.json'", "node file '...'".
+// A file as messages name it: "VGPU_CONFIG file '/x.json'", "admin file '...'".
 struct FileName {
   const char* kind;
   std::string path;  // Printable

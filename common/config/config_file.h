@@ -14,7 +14,7 @@ namespace vgpu::config_internal {
 // the key on a missing or unreadable file, invalid JSON, a key given twice, an
 // unknown key, a value of the wrong type or a malformed value.
 // `kind` names the file in messages and origins: the user's file (VGPU_CONFIG)
-// or an admin's ("node file", "container limits").
+// or an admin's ("admin file", ceilings.h).
 inline constexpr const char* kUserFileKind = "VGPU_CONFIG file";
 bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error,
                    const char* kind = kUserFileKind);

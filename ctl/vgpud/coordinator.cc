@@ -296,7 +296,7 @@ uint64_t Coordinator::AvailableOn(const std::string& uuid) const {
 policy::Room Coordinator::RoomNow() const {
   policy::Room room;
   for (const GpuMemory& g : gpus_->Read()) {
-    room.push_back({g.uuid, g.index, g.total, g.free(), FreeFor(g)});
+    room.push_back({g.uuid, g.total, g.free(), FreeFor(g)});
   }
   return room;
 }

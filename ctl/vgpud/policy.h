@@ -27,7 +27,6 @@ inline constexpr auto kRefusedBackoff = std::chrono::seconds(10);
 // One GPU as a decision sees it.
 struct DeviceRoom {
   std::string uuid;
-  int index = 0;
   uint64_t total = 0;
   uint64_t free = 0;       // physical free memory now
   uint64_t available = 0;  // free less the room held for allocations about to retry

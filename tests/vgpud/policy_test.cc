@@ -51,9 +51,8 @@ Jobs Of(std::initializer_list<Job> list) {
 // GPUs of 16 GiB with the given GiB available.
 Room Gpus(std::initializer_list<std::pair<const char*, uint64_t>> free_gib) {
   Room room;
-  int index = 0;
   for (const auto& [uuid, gib] : free_gib) {
-    room.push_back({uuid, index++, 16 * kGiB, gib * kGiB, gib * kGiB});
+    room.push_back({uuid, 16 * kGiB, gib * kGiB, gib * kGiB});
   }
   return room;
 }
