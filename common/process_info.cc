@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -50,6 +51,11 @@ uint64_t ProcessImageId() {
   uint64_t id = 0;
   if (bytes != nullptr) std::memcpy(&id, bytes, sizeof id);
   return id == 0 ? 1 : id;
+}
+
+uint64_t PidNamespaceId() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
 }
 
 }  // namespace vgpu

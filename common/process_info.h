@@ -25,4 +25,9 @@ bool ProcessAlive(pid_t pid, uint64_t start_time);
 // id belongs to what this process was before it exec'd.
 uint64_t ProcessImageId();
 
+// Inode of this process's pid namespace (0 if /proc cannot tell): with the
+// pid, it names a process across containers; the host's is kInitPidNamespace.
+uint64_t PidNamespaceId();
+inline constexpr uint64_t kInitPidNamespace = 0xEFFFFFFCu;  // the kernel's PROC_PID_INIT_INO
+
 }  // namespace vgpu

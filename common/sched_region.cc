@@ -1,11 +1,16 @@
 #include "common/sched_region.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
 
 #include "common/atomic_ops.h"
 #include "common/futex.h"
@@ -42,6 +47,51 @@ void StoreName(char (&dst)[64], const std::string& name) {
   }
 }
 
+// Liveness. A client is alive while its byte past the layout in the region
+// file is locked with an open-file-description lock (F_OFD_SETLK): the kernel
+// drops it when the process exits, is killed or execs (the descriptor is
+// close-on-exec), whatever pid namespace anybody is in, and a reused pid
+// cannot take it over. Pids were the key before version 4: they mean nothing
+// across containers, and /proc of one container cannot see another's.
+off_t LockOffset(int c) { return static_cast<off_t>(sizeof(SchedLayout)) + c; }
+
+// One lock request on slot c's byte (zeroed: l_pid must be 0 for OFD locks).
+struct flock LockRequest(int c, short type) {
+  struct flock fl;
+  std::memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = LockOffset(c);
+  fl.l_len = 1;
+  return fl;
+}
+
+// The lock descriptors of every SchedRegion of this process (fd + 1; 0:
+// none). A fork()ed child shares its parent's open file descriptions, and
+// with them the locks: it closes its copies at once (pthread_atfork), so a
+// child that outlives its parent does not keep the parent's slots alive.
+constexpr int kLockEntries = 64;
+std::atomic<int> g_lock_fds[kLockEntries];
+
+void CloseLockFdsInChild() {
+  for (auto& e : g_lock_fds) {
+    int v = e.exchange(0);
+    if (v > 0) close(v - 1);
+  }
+}
+
+int AddLockEntry(int fd) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, CloseLockFdsInChild); });
+  for (int i = 0; i < kLockEntries; ++i) {
+    int expected = 0;
+    if (g_lock_fds[i].compare_exchange_strong(expected, fd + 1)) return i;
+  }
+  return -1;
+}
+
+std::mutex g_lock_fd_mutex;  // opening a lock descriptor (registration only)
+
 void InitLayout(SchedLayout* l) {
   l->magic = kSchedMagic;
   l->version = kSchedVersion;
@@ -62,44 +112,104 @@ uint64_t SchedRegion::GroupKey(const std::string& name) {
   return h == 0 ? 1 : h;
 }
 
+std::string SchedRegion::TenantGroupName(const std::string& group, uid_t uid) {
+  return uid == 0 ? group : group + "@uid" + std::to_string(uid);
+}
+
 std::unique_ptr<SchedRegion> SchedRegion::CreatePrivate() {
-  void* p = MapPrivateRegion(sizeof(SchedLayout));
-  if (p == nullptr) return nullptr;
+  // A file of its own (memfd), not anonymous memory: liveness locks need one.
+  int fd = memfd_create("vgpu-sched-private", MFD_CLOEXEC);
+  if (fd < 0) return nullptr;
+  void* p = MAP_FAILED;
+  if (ftruncate(fd, sizeof(SchedLayout)) == 0) {
+    p = mmap(nullptr, sizeof(SchedLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  if (p == MAP_FAILED) {
+    close(fd);
+    return nullptr;
+  }
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(p);
   r->bytes_ = sizeof(SchedLayout);
+  r->fd_ = fd;
   InitLayout(r->layout_);
   return r;
 }
 
 std::unique_ptr<SchedRegion> SchedRegion::Open(const std::string& name, std::string* error) {
-  ShmRegionSpec spec{.name = name.empty() ? "/vgpu-sched-" + std::to_string(geteuid()) : name,
+  ShmRegionSpec spec{.name = name.empty() ? kNodeSchedRegion : name,
                      .what = "scheduler region",
                      .magic = kSchedMagic,
                      .version = kSchedVersion,
-                     .bytes = sizeof(SchedLayout)};
+                     .bytes = sizeof(SchedLayout),
+                     .node_wide = true,
+                     .keep_fd = true};
   ShmRegionMapping m = OpenShmRegion(spec, error);
   if (m.addr == nullptr) return nullptr;
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(m.addr);
   r->bytes_ = sizeof(SchedLayout);
   r->shared_ = true;
+  r->fd_ = m.fd;
   if (m.created) InitLayout(r->layout_);
   return r;
 }
 
 SchedRegion::~SchedRegion() {
   if (layout_ != nullptr) munmap(layout_, bytes_);
+  if (lock_entry_ >= 0) {
+    int v = g_lock_fds[lock_entry_].exchange(0);
+    if (v > 0) close(v - 1);  // drops this object's clients' locks
+  }
+  if (fd_ >= 0) close(fd_);
 }
 
-int SchedRegion::RegisterClient(pid_t pid) {
-  uint64_t start = ProcessStartTime(pid);
+int SchedRegion::LockFd(std::string* why) {
+  std::lock_guard<std::mutex> lock(g_lock_fd_mutex);
+  if (lock_entry_ >= 0) {
+    int v = g_lock_fds[lock_entry_].load();
+    if (v > 0) return v - 1;
+  }
+  // A description of its own (reopened, not dup()ed): the probe descriptor
+  // fd_ must see this one's locks as another's.
+  const std::string path = "/proc/self/fd/" + std::to_string(fd_);
+  int fd = fd_ < 0 ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    if (why != nullptr) *why = "cannot reopen the scheduler region (" + path + "): " + std::strerror(errno);
+    return -1;
+  }
+  if (lock_entry_ >= 0) {
+    g_lock_fds[lock_entry_].store(fd + 1);  // the entry this fork()ed child's copy left
+  } else if ((lock_entry_ = AddLockEntry(fd)) < 0) {
+    close(fd);
+    if (why != nullptr) *why = "too many scheduler regions open in this process";
+    return -1;
+  }
+  return fd;
+}
+
+int SchedRegion::RegisterClient(pid_t pid, std::string* why) {
+  const int lock_fd = LockFd(why);
+  if (lock_fd < 0) return -1;
+  const uint64_t ns = PidNamespaceId();
   for (int pass = 0; pass < 2; ++pass) {
     for (int c = 0; c < kSchedClients; ++c) {
       SchedClient& cl = layout_->clients[c];
       int32_t expected = 0;
       if (!cl.pid.compare_exchange_strong(expected, -pid)) continue;
-      cl.start_time.store(start);
+      struct flock fl = LockRequest(c, F_WRLCK);
+      if (fcntl(lock_fd, F_OFD_SETLK, &fl) != 0) {
+        const int err = errno;
+        cl.pid.store(0, std::memory_order_release);
+        if (err == EAGAIN || err == EACCES) continue;  // a stalled unregister still holds it
+        if (why != nullptr) *why = std::string("cannot lock a scheduler slot: ") + std::strerror(err);
+        return -1;
+      }
+      {
+        std::lock_guard<std::mutex> lock(g_lock_fd_mutex);
+        mine_.set(static_cast<size_t>(c));
+      }
+      cl.pid_ns.store(ns);
       for (auto& g : cl.group) g.store(-1);
       for (auto& d : cl.demand_since_ns) d.store(0);
       RaiseTo(layout_->clients_hwm, static_cast<uint32_t>(c) + 1);  // before it can be seen
@@ -582,15 +692,14 @@ void SchedRegion::LeaseChanged(int device) {
 
 bool SchedRegion::ClientAlive(int c) const {
   const SchedClient& cl = layout_->clients[c];
-  int32_t pid = cl.pid.load();
-  if (pid <= 0) return false;
-  // A start time of 0 (our /proc unreadable at registration) leaves existence to check.
-  return ProcessAlive(pid, cl.start_time.load());
+  if (cl.pid.load() <= 0) return false;
+  struct flock fl = LockRequest(c, F_WRLCK);
+  // A probe that fails cannot tell: a live slot must never be freed.
+  if (fd_ < 0 || fcntl(fd_, F_OFD_GETLK, &fl) != 0) return true;
+  return fl.l_type != F_UNLCK;
 }
 
 void SchedRegion::ReapDead() {
-  // Without a readable /proc (hidepid) every client would look dead.
-  if (ProcessStartTime(getpid()) == 0) return;
   const int end = ClientsInUse();
   for (int c = 0; c < end; ++c) {
     SchedClient& cl = layout_->clients[c];
@@ -614,21 +723,18 @@ void SchedRegion::Unregister(int client) {
   FreeClient(client, layout_->clients[client].pid.load());
 }
 
-void SchedRegion::ReleasePreviousImages(pid_t pid) {
-  uint64_t start = ProcessStartTime(pid);
-  if (start == 0) return;
-  const int end = ClientsInUse();
-  for (int c = 0; c < end; ++c) {
-    const SchedClient& cl = layout_->clients[c];
-    if (cl.pid.load() == pid && cl.start_time.load() == start) FreeClient(c, pid);
-  }
-}
-
 // Frees slot c of `pid` (once: a racing reaper loses the CAS), with its
 // demand and any lease it holds.
 void SchedRegion::FreeClient(int c, int32_t pid) {
   SchedClient& cl = layout_->clients[c];
   if (!cl.pid.compare_exchange_strong(pid, -pid)) return;
+  if (std::lock_guard<std::mutex> lock(g_lock_fd_mutex); mine_.test(static_cast<size_t>(c))) {
+    // Ours (Unregister): its lock goes too.
+    mine_.reset(static_cast<size_t>(c));
+    int v = lock_entry_ >= 0 ? g_lock_fds[lock_entry_].load() : 0;
+    struct flock fl = LockRequest(c, F_UNLCK);
+    if (v > 0) fcntl(v - 1, F_OFD_SETLK, &fl);
+  }
   for (int d = 0; d < kSchedDevices; ++d) {
     cl.demand_since_ns[d].store(0);
     int expected = c;

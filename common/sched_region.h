@@ -1,5 +1,6 @@
 // Compute-share scheduling state of a node, in POSIX shared memory
-// ("/vgpu-sched-<uid>" by default), shared by every interposed process.
+// ("/vgpu-sched" by default, mode 0666), shared by every interposed process
+// of the node: every uid, and every container (the CDI spec mounts the file).
 //
 // Model (docs/compute-share.md): per physical device, one process at a time
 // holds the device's *lease* and only the holder may have work queued on the
@@ -24,9 +25,15 @@
 
 namespace vgpu {
 
+// The node's region (shm name): /dev/shm/vgpu-sched on the host, mounted at
+// the same path in containers by the CDI spec.
+inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
+
 inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
 // Version 3: 256 groups per device, 1,024 clients, scan high-water marks.
-inline constexpr uint32_t kSchedVersion = 3;
+// Version 4: one region per node (any uid, any container); a client is alive
+// while it holds the lock on its byte of the region file, not by pid.
+inline constexpr uint32_t kSchedVersion = 4;
 inline constexpr int kSchedDevices = 16;
 // Groups (tenants) per device and client processes per node. A process whose
 // compute policy needs a slot that is not there fails its cuInit (fail
@@ -80,8 +87,10 @@ struct SchedGroup {
 };
 
 struct SchedClient {
-  std::atomic<int32_t> pid;  // 0: free; -pid while claimed
-  std::atomic<uint64_t> start_time;
+  // 0: free; -pid while claimed. The pid in the client's own pid namespace:
+  // it names the process for people (with pid_ns), never decides liveness.
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> pid_ns;  // inode of its pid namespace (PidNamespaceId)
   std::atomic<int32_t> group[kSchedDevices];  // group index per device, -1: none
   std::atomic<uint64_t> demand_since_ns[kSchedDevices];  // 0: not waiting
   // Futex word of this client's waiting threads: bumped when the lease is
@@ -120,8 +129,8 @@ struct GroupParams {
 
 class SchedRegion {
  public:
-  // Opens or creates the region (mode 0600; a region not owned by this uid,
-  // or of another layout, is refused). `name` "" means "/vgpu-sched-<uid>".
+  // Opens or creates the region (mode 0666, node-wide: a region of another
+  // mode or layout is refused). `name` "" means kNodeSchedRegion.
   static std::unique_ptr<SchedRegion> Open(const std::string& name, std::string* error);
   // An anonymous region for unit tests.
   static std::unique_ptr<SchedRegion> CreatePrivate();
@@ -131,8 +140,12 @@ class SchedRegion {
   SchedClient& client(int c) const { return layout_->clients[c]; }
   const SchedTuning& tuning() const { return tuning_; }
 
-  // This process's client slot (claimed on first call), -1 if the table is full.
-  int RegisterClient(pid_t pid);
+  // A client slot for this process, -1 if the table is full or (with *why
+  // set) its liveness lock cannot be taken. The slot is locked through a
+  // descriptor of this process's own (close-on-exec, closed in fork()ed
+  // children): it reads alive until the process exits or execs, whatever
+  // pid namespace it and its readers are in.
+  int RegisterClient(pid_t pid, std::string* why = nullptr);
   // The group slot for (device, name), created if needed; params applied.
   // With the table full, slots of groups no live process is in (idle for
   // tuning().group_reclaim_idle_ns) are freed first. -1 if none is.
@@ -175,21 +188,24 @@ class SchedRegion {
   // The region's size in bytes (docs/performance.md reports it).
   static constexpr size_t RegionBytes();
 
-  // Frees the client slots of dead processes (and a dead holder's lease).
+  // Frees the client slots of dead processes (and a dead holder's lease),
+  // this process's earlier images (before an exec) included.
   void ReapDead();
   // ReapDead by one process of the node per kReapIntervalNs: every
   // accountant calls it, and each pass reads /proc for every client.
   void ReapDeadIfDue(uint64_t now);
   // Gives this process's client slot back (cuInit failed after registering).
   void Unregister(int client);
-  // Frees the slots of earlier images of this process: exec() keeps the pid
-  // and start time, so they look alive and a lease they held would never
-  // be given back. Called before RegisterClient.
-  void ReleasePreviousImages(pid_t pid);
+  // Whether slot c's process lives: its lock is held (one fcntl).
   bool ClientAlive(int c) const;
 
   // The name's hash, nonzero, within kGroupHashMask.
   static uint64_t GroupKey(const std::string& name);
+  // A tenant's group as the node's region knows it: a uid other than root
+  // gets "@uid<uid>" appended, so that users who pick the same VGPU_GROUP
+  // never share (take from) one bucket. Root's names are its own (the
+  // containers' groups are their ids, fixed by the hook).
+  static std::string TenantGroupName(const std::string& group, uid_t uid);
 
  private:
   SchedRegion() = default;
@@ -217,9 +233,15 @@ class SchedRegion {
   bool MakeRoom(int device, uint64_t now, bool steal);
   GroupSet FreeGroups(int device, GroupSet candidates, uint64_t now, uint64_t idle_ns, bool steal);
 
+  // The descriptor of this process's liveness locks (-1: none or closed).
+  int LockFd(std::string* why);
+
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;
   bool shared_ = false;
+  int fd_ = -1;          // the region's file: mapped, and the liveness probe
+  int lock_entry_ = -1;  // this object's lock descriptor in the fork registry
+  std::bitset<kSchedClients> mine_;  // slots this object registered (locked)
   SchedTuning tuning_;
   // This process's last liveness check of each device's holder.
   std::atomic<uint64_t> alive_checked_ns_[kSchedDevices] = {};

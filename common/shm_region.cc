@@ -45,6 +45,16 @@ bool CheckOwner(int fd, const ShmRegionSpec& spec, struct stat* st, std::string*
     *error = Named(spec) + ": fstat: " + std::strerror(errno);
     return false;
   }
+  if (spec.node_wide) {
+    // Any owner (the first tenant, or root at boot), but open to every tenant:
+    // a region narrowed by its owner would leave others out (they fail closed).
+    if ((st->st_mode & 0777) == 0666) return true;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st->st_mode & 0777));
+    *error = Named(spec) + " has mode " + mode + " (owner uid " + std::to_string(st->st_uid) +
+             "), not 0666: the node's tenants cannot all share it; remove it";
+    return false;
+  }
   if (st->st_uid != geteuid()) {
     *error = Named(spec) + " is owned by uid " + std::to_string(st->st_uid) + ", not " +
              std::to_string(geteuid()) + "; refusing a region another user created";
@@ -79,19 +89,24 @@ bool CheckHeader(const ShmRegionHeader* h, size_t size, const ShmRegionSpec& spe
 
 // Creates the region if absent. Returns the mapping, nullptr with *error set,
 // or nullptr with *error empty when it already exists.
-void* CreateRegion(const ShmRegionSpec& spec, std::string* error) {
-  int fd = shm_open(spec.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+void* CreateRegion(const ShmRegionSpec& spec, int* kept_fd, std::string* error) {
+  const mode_t mode = spec.node_wide ? 0666 : 0600;
+  int fd = shm_open(spec.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     if (errno != EEXIST) *error = Named(spec) + ": shm_open: " + std::strerror(errno);
     return nullptr;
   }
-  // Exactly 0600 whatever the umask: the user's other processes reopen it O_RDWR.
+  // Exactly that mode whatever the umask: the others reopen it O_RDWR.
   void* p = nullptr;
-  if (fchmod(fd, 0600) == 0 && ftruncate(fd, static_cast<off_t>(spec.bytes)) == 0) {
+  if (fchmod(fd, mode) == 0 && ftruncate(fd, static_cast<off_t>(spec.bytes)) == 0) {
     p = MapShared(fd, spec.bytes);
   }
   int saved = errno;
-  close(fd);
+  if (p != nullptr && spec.keep_fd) {
+    *kept_fd = fd;
+  } else {
+    close(fd);
+  }
   if (p == nullptr) {
     shm_unlink(spec.name.c_str());
     *error = Named(spec) + ": cannot size or map: " + std::strerror(saved);
@@ -101,7 +116,7 @@ void* CreateRegion(const ShmRegionSpec& spec, std::string* error) {
 
 // Opens an existing region, waiting (bounded) for its creator to finish.
 // Returns nullptr with *error set, or with *error empty if it vanished.
-void* AttachRegion(const ShmRegionSpec& spec, std::string* error) {
+void* AttachRegion(const ShmRegionSpec& spec, int* kept_fd, std::string* error) {
   int fd = shm_open(spec.name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     if (errno != ENOENT) *error = Named(spec) + ": shm_open: " + std::strerror(errno);
@@ -128,9 +143,9 @@ void* AttachRegion(const ShmRegionSpec& spec, std::string* error) {
   }
   // Mapped at the size found, so that a foreign size is reported, not faulted on.
   void* p = MapShared(fd, size);
-  close(fd);
   if (p == nullptr) {
     *error = Named(spec) + ": mmap: " + std::strerror(errno);
+    close(fd);
     return nullptr;
   }
   auto* h = static_cast<ShmRegionHeader*>(p);
@@ -140,8 +155,14 @@ void* AttachRegion(const ShmRegionSpec& spec, std::string* error) {
   if (h->ready.load(std::memory_order_acquire) == 0) {
     *error = Named(spec) + " was never initialized (its creator died?); remove it";
   } else if (CheckHeader(h, size, spec, error)) {
+    if (spec.keep_fd) {
+      *kept_fd = fd;
+    } else {
+      close(fd);
+    }
     return p;
   }
+  close(fd);
   munmap(p, size);
   return nullptr;
 }
@@ -152,13 +173,13 @@ ShmRegionMapping OpenShmRegion(const ShmRegionSpec& spec, std::string* error) {
   error->clear();
   ShmRegionMapping m;
   for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
-    m.addr = CreateRegion(spec, error);
+    m.addr = CreateRegion(spec, &m.fd, error);
     if (m.addr != nullptr) {
       m.created = true;
       return m;
     }
     if (!error->empty()) return m;
-    m.addr = AttachRegion(spec, error);
+    m.addr = AttachRegion(spec, &m.fd, error);
     if (m.addr != nullptr || !error->empty()) return m;
   }
   *error = Named(spec) + ": keeps disappearing";

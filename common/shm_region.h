@@ -42,6 +42,14 @@ struct ShmRegionSpec {
   uint64_t magic;
   uint32_t version;
   size_t bytes;  // sizeof the layout
+  // Shared by every user of the node (the compute scheduler's region): created
+  // mode 0666 and accepted from any owner if it is exactly 0666 (its readers
+  // and writers are every tenant; docs/security.md says what that allows).
+  // Otherwise private: mode 0600, our euid only.
+  bool node_wide = false;
+  // Keep the region's descriptor open and return it (SchedRegion locks bytes
+  // of the file to show which clients are alive).
+  bool keep_fd = false;
 };
 
 struct ShmRegionMapping {
@@ -49,9 +57,10 @@ struct ShmRegionMapping {
   // This call created the region: its memory is zero and the caller must
   // initialize it, then store ready = 1 (release). Others wait for that.
   bool created = false;
+  int fd = -1;  // with spec.keep_fd: the region's descriptor (close-on-exec)
 };
 
-// Creates the region (mode 0600 whatever the umask, zero-filled, close-on-exec
+// Creates the region (mode 0600, or 0666 node-wide, whatever the umask, zero-filled, close-on-exec
 // descriptor) or attaches to the existing one, checked as described above;
 // retries if it is removed between the two steps. Returns addr == nullptr and
 // sets *error on failure.

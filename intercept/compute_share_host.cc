@@ -11,6 +11,7 @@
 #include "intercept/node_devices.h"
 #include "intercept/compute_share.h"
 #include "common/log.h"
+#include "common/process_info.h"
 #include "driver/real_driver.h"
 #include "intercept/runtime.h"
 
@@ -53,6 +54,16 @@ class RealShareHost final : public ShareHost {
   void Warn(const std::string& message) override { VGPU_LOG(kWarn, "{}", message.c_str()); }
 };
 
+// The group of a process without VGPU_GROUP: itself. Pids repeat across
+// containers (each has its pid 1), the region does not: outside the host's
+// pid namespace the name carries the namespace's inode.
+std::string OwnGroupName() {
+  std::string name = "pid-" + std::to_string(getpid());
+  const uint64_t ns = PidNamespaceId();
+  if (ns != kInitPidNamespace && ns != 0) name += "@" + std::to_string(ns);
+  return name;
+}
+
 }  // namespace
 
 bool ComputeShare::Start(std::string* error) {
@@ -60,14 +71,18 @@ bool ComputeShare::Start(std::string* error) {
   if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
   std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, error);
   if (region == nullptr) return false;
-  region->ReleasePreviousImages(getpid());  // after exec()
-  int client = region->RegisterClient(getpid());
+  region->ReapDead();  // our image before an exec() among them: it holds no lock now
+  std::string why;
+  int client = region->RegisterClient(getpid(), &why);
   if (client < 0) {
-    *error = "the compute scheduler's client table is full (" + std::to_string(kSchedClients) +
-             " processes with a compute policy, the limit per node)";
+    *error = !why.empty() ? "the compute scheduler: " + why
+                          : "the compute scheduler's client table is full (" +
+                                std::to_string(kSchedClients) +
+                                " processes with a compute policy, the limit per node)";
     return false;
   }
-  std::string group = cfg.group.empty() ? "pid-" + std::to_string(getpid()) : cfg.group;
+  std::string group =
+      SchedRegion::TenantGroupName(cfg.group.empty() ? OwnGroupName() : cfg.group, geteuid());
   auto* cs = new ComputeShare(region, client, group, new RealShareHost());
   // Every visible device's group slot is taken now: a process that cannot
   // be governed must not start (it would run uncapped).

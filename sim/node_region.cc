@@ -133,11 +133,13 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, int* lock_fd, s
                          bool retry = true) {
   std::string shm = NodeRegion::ShmName(config.node_name);
   *created = false;
-  int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  // 0666 whatever the umask: every user of a GPU node opens its devices
+  // (/dev/nvidia* are 0666), so every user of the simulated node opens it.
+  int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0666);
   if (fd >= 0) {
     flock(fd, LOCK_SH);
     *created = true;
-    if (ftruncate(fd, sizeof(NodeHeader)) != 0) {
+    if (fchmod(fd, 0666) != 0 || ftruncate(fd, sizeof(NodeHeader)) != 0) {
       *error = "cannot size simulated node region: " + std::string(strerror(errno));
       close(fd);
       shm_unlink(shm.c_str());

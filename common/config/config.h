@@ -80,7 +80,7 @@ struct Config {
   Priority priority = Priority::kNormal;
   bool high_priority() const { return priority == Priority::kHigh; }
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
-  std::string sched_region;  // VGPU_SCHED_REGION; empty: /vgpu-sched-<uid>
+  std::string sched_region;  // VGPU_SCHED_REGION; empty: the node's (kNodeSchedRegion)
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
   bool trace_allocations = false;  // VGPU_TRACE_ALLOCATIONS: live bytes per call site
   // The control path (ctl/control): empty means the default, computed where

@@ -281,9 +281,9 @@ constexpr OptionSpec kOptions[] = {
      true,
      ParseComputePolicy,
      nullptr},
-    {{"VGPU_SCHED_REGION", "", "sched_region", "/vgpu-sched-<uid>",
-      "Shared-memory region of the compute scheduler; processes that share GPUs must name the "
-      "same one."},
+    {{"VGPU_SCHED_REGION", "", "sched_region", "/vgpu-sched",
+      "Shared-memory region of the compute scheduler, one per node (every uid and container; "
+      "the CDI spec mounts it); a region of its own schedules only its own members."},
      Kind::kScalar,
      false,
      ParseSchedRegion,

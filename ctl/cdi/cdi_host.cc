@@ -141,6 +141,12 @@ Status CollectInventory(const HostOptions& o, Inventory* inv, std::vector<std::s
     warnings->push_back(o.run_dir + " (run directory) does not exist: left out of the spec");
   }
   inv->hook = Optional(o.exe_dir + "/" + std::string(kHookName), "OCI hook", warnings);
+  std::vector<std::string> shared = o.node_files;
+  if (!o.sched_region_file.empty()) shared.insert(shared.begin(), o.sched_region_file);
+  for (const std::string& f : shared) {
+    if (!Exists(f)) return Status::Error(ErrorCode::kNoEnt, f + " (node file) does not exist");
+    inv->shared_files.push_back(f);
+  }
   return Status::Ok();
 }
 

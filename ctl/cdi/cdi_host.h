@@ -22,6 +22,10 @@ struct HostOptions {
   std::string run_dir;     // required: the caller knows the default (ctl::RunDir)
   std::string dev_dir = "/dev";
   std::optional<int> gpus;  // default: the GPUs NVML lists
+  // Files to share with every container besides the scheduler region
+  // (--node-file: the simulated node's file); each must exist.
+  std::vector<std::string> node_files;
+  std::string sched_region_file;  // the node's scheduler region: required, must exist
 };
 
 // Fills *inv with what exists. A missing optional path is left out and

@@ -22,6 +22,8 @@ constexpr std::string_view kVisibleVar = "VGPU_VISIBLE_DEVICES=";
 
 // Read-only, and no device files or setuid binaries through our mounts.
 const json kReadOnlyBind = {"ro", "nosuid", "nodev", "bind"};
+// The shared node files: every tenant writes them (docs/security.md).
+const json kSharedBind = {"rw", "nosuid", "nodev", "noexec", "bind"};
 
 std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -82,6 +84,9 @@ json CommonEdits(const Inventory& inv) {
   for (const std::string& dep : inv.driver_deps) {
     mounts.push_back(Mount(dep, DriverPath(Basename(dep)), kReadOnlyBind));
   }
+  // Like a device node: the same file at the same path, whatever the
+  // container's own IPC namespace and /dev/shm.
+  for (const std::string& f : inv.shared_files) mounts.push_back(Mount(f, f, kSharedBind));
   // The run directory is not mounted: the hook mounts the container's own
   // directory under it at its path (docs/containers.md).
   if (!inv.run_dir.empty()) env.push_back("VGPU_RUN_DIR=" + inv.run_dir);

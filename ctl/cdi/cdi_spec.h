@@ -46,6 +46,10 @@ struct Inventory {
   std::vector<std::string> driver_deps;
   std::vector<std::string> common_nodes;  // host paths: nvidiactl, nvidia-uvm, ...
   std::string run_dir;                    // the agents' socket directory
+  // Host files every container shares, mounted read-write at the same path:
+  // the node's compute-scheduler region (/dev/shm/vgpu-sched, created by
+  // `vgpuctl cdi generate`), and on the simulated node its node file.
+  std::vector<std::string> shared_files;
   std::string hook;                       // host path of vgpu-oci-hook
 };
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/config/config.h"
+#include "common/sched_region.h"
 
 namespace vgpu::oci_hook {
 namespace {
@@ -25,9 +26,10 @@ struct AnnotationOption {
   std::string_view suffix;  // after "vgpu.io/"
   const char* env;          // the option's VGPU_* name (common/config)
 };
-constexpr std::array<AnnotationOption, 3> kAnnotationOptions = {{
+constexpr std::array<AnnotationOption, 4> kAnnotationOptions = {{
     {"memory-limit", "VGPU_DEVICE_MEMORY_LIMIT"},
     {"compute-share", "VGPU_COMPUTE_SHARE"},
+    {"compute-weight", "VGPU_COMPUTE_WEIGHT"},
     {"priority", "VGPU_PRIORITY"},
 }};
 
@@ -338,10 +340,12 @@ Status BuildContainerLimits(const Annotations& annotations, const std::string& c
         if (std::string_view(o.env) == option->env) limits[o.json_key] = value;
       }
     }
-    if (limits.empty()) return Status::Ok();
-    // Fixed too: a process that picked another group would get a fresh quota.
+    // Fixed whatever the annotations: a process that picked another group
+    // would get a fresh quota and bucket (or share another container's), one
+    // that picked a scheduler region of its own would schedule only itself.
     const json file = json::parse(container_json);
     if (file.contains("group")) limits["group"] = file["group"];
+    limits["sched_region"] = kNodeSchedRegion;
     *json_text = limits.dump(2) + "\n";
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 
 #include "ctl/cdi/cdi_host.h"
 #include "ctl/cdi/cdi_spec.h"
+#include "common/sched_region.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
 
@@ -20,6 +21,7 @@ int Usage(const std::string& message) {
                "vgpuctl cdi: %s\n"
                "usage: vgpuctl cdi generate [--output FILE] [--libvgpu PATH] [--driver-dir DIR]\n"
                "                            [--run-dir DIR] [--dev-dir DIR] [--gpus N]\n"
+               "                            [--node-file PATH]...\n"
                "       vgpuctl cdi list [FILE|DIR]...\n",
                message.c_str());
   return kExitUsage;
@@ -54,6 +56,10 @@ bool ParseGenerate(const std::vector<std::string>& args, cdi::HostOptions* o, st
       {"--output", output},       {"--libvgpu", &o->libvgpu}, {"--driver-dir", &o->driver_dir},
       {"--run-dir", &o->run_dir}, {"--dev-dir", &o->dev_dir}, {"--gpus", &gpus}};
   for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--node-file" && i + 1 < args.size() && !args[i + 1].empty()) {
+      o->node_files.push_back(AbsolutePath(args[++i]));
+      continue;
+    }
     auto it = paths.find(args[i]);
     if (it == paths.end()) return *error = "unknown argument " + args[i], false;
     // An empty value (a script's unset variable) must not mean "the default".
@@ -77,6 +83,13 @@ int Generate(const std::vector<std::string>& args) {
   if (!ParseGenerate(args, &o, &output, &error)) return Usage(error);
   o.exe_dir = ExeDir();
   if (o.run_dir.empty()) o.run_dir = RunDir();
+  // The node's scheduler region must exist before a container mounts it:
+  // created here (mode 0666), as by the first governed process of the node.
+  std::string region_error;
+  if (SchedRegion::Open(kNodeSchedRegion, &region_error) == nullptr) {
+    return Fail("the node's scheduler region: " + region_error);
+  }
+  o.sched_region_file = std::string("/dev/shm") + kNodeSchedRegion;
   cdi::Inventory inv;
   std::vector<std::string> warnings;
   Status st = cdi::CollectInventory(o, &inv, &warnings);

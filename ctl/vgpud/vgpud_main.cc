@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/sched_region.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpud/coordinator.h"
 #include "ctl/vgpud/daemon_config.h"
@@ -62,6 +63,12 @@ int ParseArgs(int argc, char** argv, DaemonConfig* config) {
 
 int Run(const DaemonConfig& config) {
   if (Status s = vgpu::ctl::EnsureRunDir(config.run_dir); !s.ok()) return Fail(s.message);
+  // The node's scheduler region: after a reboot /dev/shm is empty, and the
+  // CDI spec mounts this file into every container (a missing source fails it).
+  std::string region_error;
+  if (vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion, &region_error) == nullptr) {
+    VGPU_LOG(kWarn, "the node's scheduler region: {}", region_error);
+  }
   NodeGpus gpus;
   if (Status s = gpus.Init(); !s.ok()) return Fail("cannot see the node's GPUs: " + s.message);
   EventLog events;

@@ -9,15 +9,25 @@
  *       the simulated node's VGPU_SIM_* variables (a program that resets its
  *       environment: libvgpu must still be loaded and limited).
  *   container_probe list DIR
- *       prints the names in DIR, one a line (what the container sees). */
+ *       prints the names in DIR, one a line (what the container sees).
+ *   container_probe spin SECONDS KERNEL_US
+ *       launches simulated kernels of KERNEL_US back to back on device 0 for
+ *       SECONDS (a tenant that saturates the GPU); prints "ready" first. */
 #include <cuda.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char** environ;
+
+static double Now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int Fail(const char* what, CUresult r) {
   const char* name = NULL;
@@ -47,9 +57,41 @@ static int Quota(size_t ok_mib, size_t over_mib) {
   return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
 }
 
+static int Spin(double seconds, unsigned long long kernel_us) {
+  CUresult r;
+  CUcontext ctx;
+  CUmodule m;
+  CUfunction f;
+  CUstream s;
+  if ((r = cuInit(0)) != CUDA_SUCCESS) return Fail("cuInit", r);
+  if ((r = cuDevicePrimaryCtxRetain(&ctx, 0)) != CUDA_SUCCESS) return Fail("retain", r);
+  if ((r = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) return Fail("cuCtxSetCurrent", r);
+  if ((r = cuModuleLoad(&m, "@builtin")) != CUDA_SUCCESS) return Fail("cuModuleLoad", r);
+  if ((r = cuModuleGetFunction(&f, m, "vgpu_sim_sleep")) != CUDA_SUCCESS) return Fail("kernel", r);
+  if ((r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) return Fail("stream", r);
+  unsigned long long ns = kernel_us * 1000ull;
+  void* args[] = {&ns};
+  printf("ready\n");
+  fflush(stdout);
+  unsigned long launched = 0;
+  for (double end = Now() + seconds; Now() < end; ++launched) {
+    if ((r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL)) != CUDA_SUCCESS) {
+      return Fail("cuLaunchKernel", r);
+    }
+  }
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return Fail("cuStreamSynchronize", r);
+  printf("launched=%lu\n", launched);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "spin") == 0) {
+    return Spin(strtod(argv[2], NULL), strtoull(argv[3], NULL, 10));
+  }
   if (argc != 4 && !(argc == 3 && strcmp(argv[1], "list") == 0)) {
-    fprintf(stderr, "usage: container_probe quota|clearenv OK_MIB OVER_MIB | list DIR\n");
+    fprintf(stderr,
+            "usage: container_probe quota|clearenv OK_MIB OVER_MIB | list DIR | "
+            "spin SECONDS KERNEL_US\n");
     return 2;
   }
   if (argc == 3 && strcmp(argv[1], "list") == 0) {

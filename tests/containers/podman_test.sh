@@ -7,11 +7,17 @@
 #   podman_test.sh ceiling     the annotation vgpu.io/memory-limit=1GiB is a ceiling: a container
 #                              asking for 16 GiB (VGPU_*, HAMi's name) and high priority sees
 #                              1 GiB, with one refusal line each; one asking for 512 MiB gets it
+#   podman_test.sh share       two containers with their own IPC and pid namespaces share one
+#                              simulated GPU through the node's scheduler region: caps 30 and
+#                              70 (annotations) hold, weights 1 and 3 split the device 1:3, as
+#                              the node's own per-container engine time shows
 #   podman_test.sh checkpoint  the sample training in a container: the host's vgpuctl ps lists
 #                              it by host pid and container id, checkpoints and restores it, and
 #                              its checksum equals an uninterrupted run's; the container sees
 #                              only its own run directory
-# Environment (from CMake): VGPUCTL HOOK LIBVGPU PROBE TRAIN SAMPLES SIM_DIR
+# Containers run with podman's default namespaces (no --ipc host): the CDI spec mounts the
+# simulated node's file and the node's scheduler region, as it mounts device nodes.
+# Environment (from CMake): VGPUCTL HOOK LIBVGPU PROBE NODE_BUSY TRAIN SAMPLES SIM_DIR
 # Exit 77 (skipped) where the runtime cannot run, naming what is missing.
 set -u
 mode=$1
@@ -31,7 +37,7 @@ image=localhost/$tag
 spec=/var/run/cdi/$tag.json
 export VGPU_SIM_NODE=$tag VGPU_SIM_DEVICES=2x2GiB VGPU_RUN_DIR=$work/run
 cleanup() {
-  podman rm -f -t 0 "$tag-train" >/dev/null 2>&1
+  podman rm -f -t 0 "$tag-train" "$tag-a" "$tag-b" >/dev/null 2>&1
   podman rmi -f "$image" >/dev/null 2>&1
   rm -rf "$work" "$spec" "/dev/shm/vgpu-sim-$VGPU_SIM_NODE"
 }
@@ -39,7 +45,7 @@ trap cleanup EXIT
 # The sandbox refuses setrlimit: no default ulimits (docs/containers.md).
 export CONTAINERS_CONF=$work/containers.conf
 printf '[containers]\ndefault_ulimits = []\n' >"$CONTAINERS_CONF"
-run_opts=(--runtime runc --ulimit host --pids-limit 0 --network none --ipc host
+run_opts=(--runtime runc --ulimit host --pids-limit 0 --network none
   -e VGPU_SIM_NODE -e VGPU_SIM_DEVICES)
 
 # An image of glibc and the programs, nothing else.
@@ -57,8 +63,13 @@ podman run --rm "${run_opts[@]}" "$image" /lib64/ld-linux-x86-64.so.2 --version 
 
 mkdir -p "$VGPU_RUN_DIR" "$work/ckpt"
 mkdir -p /var/run/cdi
+# The simulated node exists before the spec names its file (a GPU node's device nodes do).
+LD_LIBRARY_PATH=$SIM_DIR "$PROBE" quota 1 1 >/dev/null 2>&1
+[ -e "/dev/shm/vgpu-sim-$VGPU_SIM_NODE" ] || fail "the simulated node was not created"
 LD_LIBRARY_PATH=$SIM_DIR "$VGPUCTL" cdi generate --output "$spec" --driver-dir "$SIM_DIR" \
-  >"$work/gen.out" 2>&1 || fail "cdi generate: $(cat "$work/gen.out")"
+  --node-file "/dev/shm/vgpu-sim-$VGPU_SIM_NODE" >"$work/gen.out" 2>&1 ||
+  fail "cdi generate: $(cat "$work/gen.out")"
+grep -q '"/dev/shm/vgpu-sched"' "$spec" || fail "the spec does not mount the node's scheduler region"
 grep -q -- '"--run-dir"' "$spec" || fail "the spec's hook gets no run directory"
 vgpu_opts=(--device vgpu.io/gpu=0 -e VGPU_DEVICE_MEMORY_LIMIT=1GiB)
 
@@ -147,6 +158,60 @@ for p in json.load(open(sys.argv[1]))["processes"]:
   got=$(podman logs "$tag-train" 2>&1 | grep '^checksum')
   echo "reference $ref, in a container checkpointed+restored $got"
   [ "$ref" = "$got" ] || fail "checksum differs"
+  ;;
+share)
+  # Engine time per pid namespace over a window, from the simulated GPU's own counters.
+  pidns() { readlink "/proc/$(podman inspect -f '{{.State.Pid}}' "$1")/ns/pid" | tr -dc 0-9; }
+  shares() { # NAME_A NAME_B SECONDS: prints the two containers' shares in percent
+    local a b
+    a=$(pidns "$tag-$1") b=$(pidns "$tag-$2")
+    "$NODE_BUSY" "$VGPU_SIM_NODE" >"$work/s1" || fail "node_busy"
+    sleep "$3"
+    "$NODE_BUSY" "$VGPU_SIM_NODE" >"$work/s2" || fail "node_busy"
+    python3 - "$work/s1" "$work/s2" "$a" "$b" <<'PY'
+import sys
+def read(p):
+    d = {}
+    for line in open(p):
+        f = line.split()
+        d[f[0] if f[0] == "now" else f[1]] = int(f[-1])
+    return d
+s1, s2 = read(sys.argv[1]), read(sys.argv[2])
+wall = s2["now"] - s1["now"]
+print(" ".join("%.1f" % (100.0 * (s2.get(n, 0) - s1.get(n, 0)) / wall) for n in sys.argv[3:5]))
+PY
+  }
+  pair() { # A_ANNOTATION B_ANNOTATION: two saturating containers, both running when it returns
+    podman rm -f -t 0 "$tag-a" "$tag-b" >/dev/null 2>&1
+    podman run -d --name "$tag-a" "${run_opts[@]}" --device vgpu.io/gpu=0 --annotation "$1" \
+      "$image" /app/container_probe spin 12 1000 >/dev/null || fail "podman run a"
+    podman run -d --name "$tag-b" "${run_opts[@]}" --device vgpu.io/gpu=0 --annotation "$2" \
+      "$image" /app/container_probe spin 12 1000 >/dev/null || fail "podman run b"
+    started() { podman logs "$tag-$1" 2>&1 | grep -q '^ready'; }
+    for i in $(seq 1 200); do
+      started a && started b && break
+      sleep 0.05
+    done
+    started a && started b ||
+      { podman logs "$tag-a"; podman logs "$tag-b"; fail "the tenants did not start"; }
+    sleep 1  # past both starts
+  }
+  within() { python3 -c "import sys; sys.exit(0 if $2 <= $1 <= $3 else 1)"; }
+  pair vgpu.io/compute-share=30 vgpu.io/compute-share=70
+  read -r a b < <(shares a b 3)
+  echo "caps 30/70 across two containers: measured $a% / $b%"
+  # A cap is an upper bound (+2 points); below it only what a loaded 2-core
+  # machine takes from a tenant's host threads (docs/compute-share.md). Two
+  # schedulers that did not see each other would charge each tenant for its
+  # wait behind the other's kernels: the 30% one would run well below 24%.
+  within "$a" 24 32 || fail "the 30% container got $a%"
+  within "$b" 56 72 || fail "the 70% container got $b%"
+  pair vgpu.io/compute-weight=1 vgpu.io/compute-weight=3
+  read -r a b < <(shares a b 3)
+  echo "weights 1:3 across two containers: measured $a% / $b%"
+  # Apart, each would take half of the engine.
+  within "$(python3 -c "print($a / ($a + $b))")" 0.20 0.30 || fail "weights 1:3 split $a/$b"
+  within "$(python3 -c "print($a + $b)")" 80 101 || fail "the device idled: $a + $b"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

@@ -106,6 +106,22 @@ TEST(CdiSpec, DriverDependenciesAreMountedBesideTheDriver) {
       << edits["mounts"].dump(2);
 }
 
+// The node's shared files (the scheduler region; the simulated node's file)
+// are mounted like device nodes: same path, writable, nothing executable.
+TEST(CdiSpec, SharedNodeFilesAreMountedAtTheirOwnPath) {
+  Inventory inv = TwoGpus();
+  inv.shared_files = {"/dev/shm/vgpu-sched", "/dev/shm/vgpu-sim-n"};
+  json edits = BuildSpec(inv)["containerEdits"];
+  for (const std::string f : {"/dev/shm/vgpu-sched", "/dev/shm/vgpu-sim-n"}) {
+    EXPECT_TRUE(Contains(edits["mounts"],
+                         json({{"hostPath", f},
+                               {"containerPath", f},
+                               {"options", {"rw", "nosuid", "nodev", "noexec", "bind"}}})))
+        << f << edits["mounts"].dump(2);
+  }
+  EXPECT_TRUE(ValidateSpec(BuildSpec(inv)).ok());
+}
+
 std::string LdconfigOutput() {
   std::string out;
   if (FILE* p = popen("/sbin/ldconfig -p 2>/dev/null", "r")) {

@@ -66,9 +66,15 @@ TEST_F(CdiVgpuctlTest, GenerateWritesAValidSpecFile) {
   ASSERT_FALSE(spec.is_discarded());
   EXPECT_EQ(spec["kind"], "vgpu.io/gpu");
   EXPECT_EQ(spec["devices"].size(), 3u);
-  // libvgpu, libcuda (the hook, not the spec, mounts the container's own run
-  // directory); the fake libcuda is no ELF file: what it needs is unknown.
-  EXPECT_EQ(spec["containerEdits"]["mounts"].size(), 2u) << spec["containerEdits"].dump(2);
+  // libvgpu, libcuda and the node's scheduler region, which generate created
+  // (the hook, not the spec, mounts the container's own run directory); the
+  // fake libcuda is no ELF file: what it needs is unknown.
+  const json& mounts = spec["containerEdits"]["mounts"];
+  ASSERT_EQ(mounts.size(), 3u) << spec["containerEdits"].dump(2);
+  EXPECT_EQ(mounts[2]["hostPath"], "/dev/shm/vgpu-sched");
+  EXPECT_EQ(mounts[2]["containerPath"], "/dev/shm/vgpu-sched");
+  ASSERT_EQ(stat("/dev/shm/vgpu-sched", &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u) << "every tenant of the node opens it";
   EXPECT_NE(r.err.find("is not an ELF file"), std::string::npos) << r.err;
   const json& args = spec["containerEdits"]["hooks"][0]["args"];
   EXPECT_NE(std::find(args.begin(), args.end(), "--run-dir"), args.end()) << args.dump();

@@ -202,8 +202,9 @@ TEST(OciState, HamiNamesGoIntoTheFile) {
 
 // The annotations are the admin's: they go into the limits file too, with
 // the container's group, where libvgpu reads them as ceilings; the
-// container's own variables stay in container.json only. No annotation, no
-// limits file (the container's variables rule as before).
+// container's own variables stay in container.json only. Without an
+// annotation the file still fixes the group and the node's scheduler region:
+// a container that chose its own would escape the node's scheduling.
 TEST(OciState, AnnotationsAreTheContainersCeilings) {
   const Annotations a = {
       {"vgpu.io/memory-limit", "1GiB"}, {"vgpu.io/priority", "normal"}, {"x", "y"}};
@@ -215,12 +216,14 @@ TEST(OciState, AnnotationsAreTheContainersCeilings) {
   EXPECT_EQ(l.value("device_memory_limit", ""), "1GiB") << limits;
   EXPECT_EQ(l.value("priority", ""), "normal") << limits;
   EXPECT_EQ(l.value("group", ""), "0123abcd") << limits;
-  EXPECT_EQ(l.size(), 3u) << limits;
+  EXPECT_EQ(l.value("sched_region", ""), "/vgpu-sched") << limits;
+  EXPECT_EQ(l.size(), 4u) << limits;
   EXPECT_EQ(json::parse(file).value("device_memory_limit", ""), "16GiB")
       << "the tenant's ask, refused later";
   ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, env, &file).ok());
   ASSERT_TRUE(BuildContainerLimits({}, file, &limits).ok());
-  EXPECT_TRUE(limits.empty()) << limits;
+  EXPECT_EQ(json::parse(limits), json::parse(R"({"group": "0123abcd", "sched_region": "/vgpu-sched"})"))
+      << limits;
 }
 
 TEST(OciState, InvalidAnnotationIsAnError) {

@@ -55,11 +55,12 @@ class ShareTest : public ::testing::Test {
     shm_unlink(region_.c_str());
     for (const std::string& g : groups_) {
       shm_unlink(("/vgpu-ledger-" + std::to_string(getuid()) + "-" + g).c_str());
+      shm_unlink(("/vgpu-ledger-65534-" + g).c_str());  // a tenant run as nobody
     }
   }
 
   pid_t Spawn(const std::vector<std::string>& env_extra, double seconds, int kernel_us,
-              const char* out_file = nullptr, bool latency = false) {
+              const char* out_file = nullptr, bool latency = false, bool as_nobody = false) {
     std::vector<std::string> env = {"LD_PRELOAD=" VGPU_LIBVGPU, "LD_LIBRARY_PATH=" VGPU_SIM_DIR,
                                     "VGPU_SIM_NODE=" + node_, "VGPU_SCHED_REGION=" + region_};
     env.insert(env.end(), env_extra.begin(), env_extra.end());
@@ -70,16 +71,24 @@ class ShareTest : public ::testing::Test {
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
     std::string secs = std::to_string(seconds), kus = std::to_string(kernel_us);
-    std::vector<char*> argv = {const_cast<char*>(VGPU_TENANT), secs.data(), kus.data()};
+    // Another user: setpriv execs the tenant in place (the same pid).
+    std::vector<char*> argv;
+    if (as_nobody) {
+      for (const char* a : {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}) {
+        argv.push_back(const_cast<char*>(a));
+      }
+    }
+    for (char* a : {const_cast<char*>(VGPU_TENANT), secs.data(), kus.data()}) argv.push_back(a);
     if (latency) argv.push_back(const_cast<char*>("--latency"));
     argv.push_back(nullptr);
+    const char* program = as_nobody ? "/usr/bin/setpriv" : VGPU_TENANT;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (out_file != nullptr) {
       posix_spawn_file_actions_addopen(&fa, 1, out_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     }
     pid_t pid = 0;
-    EXPECT_EQ(posix_spawn(&pid, VGPU_TENANT, &fa, nullptr, argv.data(), envp.data()), 0);
+    EXPECT_EQ(posix_spawn(&pid, program, &fa, nullptr, argv.data(), envp.data()), 0);
     posix_spawn_file_actions_destroy(&fa);
     pids_.push_back(pid);
     return pid;
@@ -243,6 +252,22 @@ TEST_F(ShareTest, WeightsSplitTheDevice) {
   EXPECT_GE(s[a] + s[b], 60) << "the two leave the device idle" << trace_;
 }
 
+// Two users on the host schedule against each other: one region per node
+// (mode 0666), whatever the uid. With a region per uid each would take half.
+TEST_F(ShareTest, TwoUsersSplitTheDeviceByWeight) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
+  pid_t a = Spawn({"VGPU_COMPUTE_WEIGHT=1", "VGPU_GROUP=a"}, 8, 1000);
+  pid_t b = Spawn({"VGPU_COMPUTE_WEIGHT=3", "VGPU_GROUP=a"}, 8, 1000, nullptr, false, true);
+  WaitUntilAllRun({a, b});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto s = Shares({a, b}, 3.0);
+  ASSERT_GT(s[a], 0) << trace_;
+  EXPECT_GE(s[b] / s[a], 2.0) << "the same group name of two users is two groups" << trace_;
+  EXPECT_LE(s[b] / s[a], 4.5) << trace_;
+  EXPECT_GE(s[a] + s[b], 60) << "the two leave the device idle" << trace_;
+}
+
 TEST_F(ShareTest, KilledTenantLeavesNoStuckState) {
   pid_t a = Spawn({"VGPU_COMPUTE_WEIGHT=1", "VGPU_GROUP=a"}, 8, 1000);
   pid_t b = Spawn({"VGPU_COMPUTE_WEIGHT=1", "VGPU_GROUP=b"}, 8, 1000);
@@ -265,7 +290,8 @@ TEST_F(ShareTest, RuntimeShareChangeTakesEffectQuickly) {
   std::string err;
   auto region = vgpu::SchedRegion::Open(region_, &err);
   ASSERT_NE(region, nullptr) << err;
-  ASSERT_TRUE(region->SetGroupParams(0, "a", {vgpu::SchedPolicy::kFixed, 600, 1, false}));
+  ASSERT_TRUE(region->SetGroupParams(0, vgpu::SchedRegion::TenantGroupName("a", geteuid()),
+                                     {vgpu::SchedPolicy::kFixed, 600, 1, false}));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const double after = Shares({a}, 1.5)[a];
   EXPECT_LE(after, 65) << trace_;
@@ -320,9 +346,9 @@ TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
   for (int g = 0; g < vgpu::kSchedGroups; ++g) {
     int c = region->RegisterClient(getpid());
     ASSERT_GE(c, 0);
-    ASSERT_GE(region->JoinGroup(0, c, "held-" + std::to_string(g), {vgpu::SchedPolicy::kFixed, 20, 1, false},
-                                NowNs()),
-              0);
+    // Named as the child processes' groups are (a user's names carry its uid).
+    const std::string name = vgpu::SchedRegion::TenantGroupName("held-" + std::to_string(g), geteuid());
+    ASSERT_GE(region->JoinGroup(0, c, name, {vgpu::SchedPolicy::kFixed, 20, 1, false}, NowNs()), 0);
   }
   groups_.push_back("late");
   auto [status, text] = RunToExit({"VGPU_COMPUTE_SHARE=2", "VGPU_GROUP=late"});

@@ -3,6 +3,7 @@
 #include "common/sched_region.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,12 +17,20 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-// A pid that named a process which has exited and been waited for.
-pid_t DeadPid() {
+// Runs `body` in a fork()ed child that then exits (and is waited for): the
+// clients it registers are those of a process that died.
+template <typename Body>
+void InProcessThatDies(Body body) {
   pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  waitpid(pid, nullptr, 0);
-  return pid;
+  if (pid == 0) {
+    body();
+    _exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the dying process's own steps failed";
 }
 
 class SchedRegionTest : public ::testing::Test {
@@ -53,6 +62,16 @@ TEST_F(SchedRegionTest, FreeLeaseGoesToTheOnlyWaiter) {
   EXPECT_EQ(region_->PickNext(0, -1, now_), a);
   EXPECT_TRUE(region_->TryAcquire(0, a, now_));
   EXPECT_EQ(region_->device(0).holder.load(), a);
+}
+
+// Users who pick the same VGPU_GROUP must not share one bucket on the node's
+// region: the second would run on (and pay from) the first one's share.
+TEST(SchedTenantGroup, SameGroupNameOfTwoUsersIsTwoGroups) {
+  const std::string a = SchedRegion::TenantGroupName("train", 1000);
+  const std::string b = SchedRegion::TenantGroupName("train", 1001);
+  EXPECT_NE(SchedRegion::GroupKey(a), SchedRegion::GroupKey(b));
+  EXPECT_EQ(a, SchedRegion::TenantGroupName("train", 1000)) << "one user's processes: one group";
+  EXPECT_EQ(SchedRegion::TenantGroupName("0123abcd", 0), "0123abcd") << "a container's id as is";
 }
 
 TEST_F(SchedRegionTest, SameGroupClientsShareOneBucket) {
@@ -281,42 +300,127 @@ TEST_F(SchedRegionTest, RuntimeParameterChangeTakesEffectAtTheNextRefill) {
   EXPECT_NEAR(GroupOf(a).tokens_ns.load(), 6 * kMs, 1000);
 }
 
-TEST_F(SchedRegionTest, AnExecedImageFreesTheSlotAndLeaseOfTheImageBefore) {
-  // exec() keeps the pid and start time: the old image's slot looks alive.
-  int old_image = Client("a", Weighted(1));
-  region_->SetDemand(0, old_image, now_);
-  ASSERT_TRUE(region_->TryAcquire(0, old_image, now_));
-  region_->ReleasePreviousImages(getpid());
+TEST_F(SchedRegionTest, AnExecedImageIsDeadAndItsLeaseIsFreedByTheNextReap) {
+  // exec() keeps the pid: only the closed (close-on-exec) lock tells the
+  // image before it from the one after. The child holds the lease, execs
+  // and lives on: its old slot must read dead.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int c = region_->RegisterClient(getpid());
+    region_->JoinGroup(0, c, "a", Weighted(1), now_);
+    region_->SetDemand(0, c, now_);
+    region_->TryAcquire(0, c, now_);
+    if (write(pipe_fds[1], &c, sizeof c) != sizeof c) _exit(1);
+    execl("/bin/sleep", "sleep", "5", nullptr);
+    _exit(1);
+  }
+  close(pipe_fds[1]);
+  int old_image = -1;
+  ASSERT_EQ(read(pipe_fds[0], &old_image, sizeof old_image), static_cast<ssize_t>(sizeof old_image));
+  close(pipe_fds[0]);
+  ASSERT_EQ(region_->device(0).holder.load(), old_image);
+  bool dead = false;
+  for (int i = 0; i < 5000 && !dead; ++i) {  // until the exec closed the descriptor
+    dead = !region_->ClientAlive(old_image);
+    if (!dead) usleep(1000);
+  }
+  EXPECT_TRUE(dead) << "an image before exec() still reads alive";
+  EXPECT_EQ(kill(pid, 0), 0) << "the process itself lives on";
+  region_->ReapDead();
   EXPECT_EQ(region_->client(old_image).pid.load(), 0);
   EXPECT_EQ(region_->device(0).holder.load(), -1) << "its lease is given back";
-  int b = Client("b", Weighted(1));
-  region_->SetDemand(0, b, now_);
-  EXPECT_TRUE(region_->TryAcquire(0, b, now_ + kMs));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 TEST_F(SchedRegionTest, DeadHolderLosesTheLease) {
-  int a = Client("a", Weighted(1));
   int b = Client("b", Weighted(1));
-  region_->SetDemand(0, a, now_);
-  ASSERT_TRUE(region_->TryAcquire(0, a, now_));
-  region_->client(a).start_time.store(1);  // as if the pid had been reused: a is dead
+  int a = -1;
+  InProcessThatDies([&] {
+    a = region_->RegisterClient(getpid());
+    region_->JoinGroup(0, a, "a", Weighted(1), now_);
+    region_->SetDemand(0, a, now_);
+    if (!region_->TryAcquire(0, a, now_)) _exit(1);
+  });
+  a = region_->device(0).holder.load();
+  ASSERT_GE(a, 0);
+  ASSERT_NE(a, b);
   region_->SetDemand(0, b, now_);
   EXPECT_FALSE(region_->TryAcquire(0, b, now_ + kMs)) << "not before the grace period";
   EXPECT_TRUE(region_->TryAcquire(0, b, now_ + 20 * kMs));
 }
 
-TEST_F(SchedRegionTest, ClientWithUnknownStartTimeIsAliveWhileItsProcessExists) {
-  // A process that could not read /proc at registration recorded start time
-  // 0: existence decides, as in the quota ledger, instead of "dead".
+// Liveness is the slot's lock, not the pid: pids repeat across containers
+// and get reused, /proc of one pid namespace does not show another's.
+TEST_F(SchedRegionTest, AClientIsAliveExactlyWhileItsProcessLives) {
   int live = region_->RegisterClient(getpid());
-  region_->client(live).start_time.store(0);
-  int gone = region_->RegisterClient(DeadPid());
-  ASSERT_EQ(region_->client(gone).start_time.load(), 0u);
+  int exited = -1, killed = -1;
+  InProcessThatDies([&] { exited = region_->RegisterClient(getpid()); });
+  exited = live + 1;  // slots are taken in order
+  pid_t victim = fork();
+  if (victim == 0) {
+    region_->RegisterClient(getpid());
+    pause();
+    _exit(0);
+  }
+  killed = exited + 1;
+  while (region_->client(killed).pid.load() <= 0) usleep(1000);
+  while (!region_->ClientAlive(killed)) usleep(1000);  // registered, lock taken
   EXPECT_TRUE(region_->ClientAlive(live));
-  EXPECT_FALSE(region_->ClientAlive(gone));
+  EXPECT_FALSE(region_->ClientAlive(exited));
+  EXPECT_TRUE(region_->ClientAlive(killed));
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  EXPECT_FALSE(region_->ClientAlive(killed)) << "SIGKILL at any instruction";
+  // A live process of another namespace with the dead ones' pid (pid 1 of
+  // every container) is not taken for them, nor they for it.
+  region_->client(exited).pid.store(getpid());
+  region_->client(live).pid.store(region_->client(killed).pid.load());
   region_->ReapDead();
-  EXPECT_EQ(region_->client(live).pid.load(), getpid());
-  EXPECT_EQ(region_->client(gone).pid.load(), 0);
+  EXPECT_NE(region_->client(live).pid.load(), 0) << "a live slot reaped for its pid";
+  EXPECT_EQ(region_->client(exited).pid.load(), 0);
+  EXPECT_EQ(region_->client(killed).pid.load(), 0);
+}
+
+TEST_F(SchedRegionTest, AForkedChildDoesNotKeepItsParentsSlotAlive) {
+  // The child shares the parent's open file descriptions, locks included,
+  // unless it drops them: a dead holder would then keep its lease for as
+  // long as any child of it lives.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  pid_t parent = fork();
+  if (parent == 0) {
+    int c = region_->RegisterClient(getpid());
+    if (write(pipe_fds[1], &c, sizeof c) != sizeof c) _exit(1);
+    if (fork() == 0) {
+      // fork() has returned here, so the child's pthread_atfork handlers ran.
+      int me = getpid();
+      if (write(pipe_fds[1], &me, sizeof me) != sizeof me) _exit(1);
+      pause();  // outlives its parent
+      _exit(0);
+    }
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  int msg[2] = {-1, 0};
+  ASSERT_EQ(read(pipe_fds[0], &msg[0], sizeof(int)), static_cast<ssize_t>(sizeof(int)));
+  ASSERT_EQ(read(pipe_fds[0], &msg[1], sizeof(int)), static_cast<ssize_t>(sizeof(int)));
+  close(pipe_fds[0]);
+  waitpid(parent, nullptr, 0);
+  EXPECT_FALSE(region_->ClientAlive(msg[0])) << "the orphaned child holds its parent's lock";
+  EXPECT_EQ(kill(msg[1], 0), 0);
+  kill(msg[1], SIGKILL);
+}
+
+TEST_F(SchedRegionTest, UnregisterFreesTheSlotAndItsLock) {
+  int c = region_->RegisterClient(getpid());
+  region_->Unregister(c);
+  EXPECT_EQ(region_->client(c).pid.load(), 0);
+  EXPECT_FALSE(region_->ClientAlive(c));
+  EXPECT_EQ(region_->RegisterClient(getpid()), c) << "the lock was given back with the slot";
+  EXPECT_TRUE(region_->ClientAlive(c));
 }
 
 // Group slots: a process alone joins "pid-<pid>", so short-lived processes
@@ -326,13 +430,17 @@ class SchedGroupSlotTest : public SchedRegionTest {
   // Every slot taken by a group whose only member has exited, each with
   // debt, usage and high priority a new group must not inherit.
   void FillWithGroupsOfTheDead() {
-    pid_t dead = DeadPid();
-    for (int g = 0; g < kSchedGroups; ++g) {
-      int c = region_->RegisterClient(dead);
-      ASSERT_EQ(region_->JoinGroup(0, c, "pid-" + std::to_string(g), Weighted(1, true), now_), g);
-      region_->SetDemand(0, c, now_);
-      region_->Charge(0, g, 50 * kMs, now_);
-    }
+    InProcessThatDies([&] {
+      for (int g = 0; g < kSchedGroups; ++g) {
+        int c = region_->RegisterClient(getpid());
+        if (region_->JoinGroup(0, c, "pid-" + std::to_string(g), Weighted(1, true), now_) != g) {
+          _exit(1);
+        }
+        region_->SetDemand(0, c, now_);
+        region_->Charge(0, g, 50 * kMs, now_);
+      }
+    });
+    ASSERT_EQ(region_->GroupsInUse(0), kSchedGroups);
   }
   int Join(const std::string& name, const GroupParams& p, uint64_t now) {
     return region_->JoinGroup(0, region_->RegisterClient(getpid()), name, p, now);
