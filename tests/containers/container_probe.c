@@ -10,14 +10,20 @@
  *       environment: libvgpu must still be loaded and limited).
  *   container_probe list DIR
  *       prints the names in DIR, one a line (what the container sees).
- *   container_probe spin SECONDS KERNEL_US
+ *   container_probe spin SECONDS KERNEL_US [PROCESSES]
  *       launches simulated kernels of KERNEL_US back to back on device 0 for
- *       SECONDS (a tenant that saturates the GPU); prints "ready" first. */
+ *       SECONDS (a tenant that saturates the GPU); prints "ready" first. With
+ *       PROCESSES, that many processes do so (forked before cuInit).
+ *   container_probe latency SECONDS KERNEL_US
+ *       one kernel of KERNEL_US, waited for, then 3 ms idle, for SECONDS (an
+ *       inference server's requests); prints "ready", then the median
+ *       latency: "p50_us=N". */
 #include <cuda.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,7 +63,12 @@ static int Quota(size_t ok_mib, size_t over_mib) {
   return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
 }
 
-static int Spin(double seconds, unsigned long long kernel_us) {
+static int CompareDoubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static int Spin(double seconds, unsigned long long kernel_us, int latency) {
   CUresult r;
   CUcontext ctx;
   CUmodule m;
@@ -74,10 +85,22 @@ static int Spin(double seconds, unsigned long long kernel_us) {
   printf("ready\n");
   fflush(stdout);
   unsigned long launched = 0;
+  static double lat[100000];
   for (double end = Now() + seconds; Now() < end; ++launched) {
+    double t0 = Now();
     if ((r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL)) != CUDA_SUCCESS) {
       return Fail("cuLaunchKernel", r);
     }
+    if (!latency) continue;
+    if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return Fail("cuStreamSynchronize", r);
+    if (launched < sizeof lat / sizeof lat[0]) lat[launched] = (Now() - t0) * 1e6;
+    struct timespec idle = {0, 3000000};
+    nanosleep(&idle, NULL);
+  }
+  if (latency && launched > 0) {
+    size_t n = launched < sizeof lat / sizeof lat[0] ? launched : sizeof lat / sizeof lat[0];
+    qsort(lat, n, sizeof lat[0], CompareDoubles);
+    printf("p50_us=%.0f\n", lat[n / 2]);
   }
   if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return Fail("cuStreamSynchronize", r);
   printf("launched=%lu\n", launched);
@@ -85,13 +108,22 @@ static int Spin(double seconds, unsigned long long kernel_us) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 4 && strcmp(argv[1], "spin") == 0) {
-    return Spin(strtod(argv[2], NULL), strtoull(argv[3], NULL, 10));
+  if ((argc == 4 || argc == 5) && strcmp(argv[1], "spin") == 0) {
+    int processes = argc == 5 ? atoi(argv[4]) : 1, failed = 0;
+    for (int i = 1; i < processes; ++i) {
+      if (fork() == 0) return Spin(strtod(argv[2], NULL), strtoull(argv[3], NULL, 10), 0);
+    }
+    failed = Spin(strtod(argv[2], NULL), strtoull(argv[3], NULL, 10), 0);
+    for (int status; wait(&status) > 0;) failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    return failed;
+  }
+  if (argc == 4 && strcmp(argv[1], "latency") == 0) {
+    return Spin(strtod(argv[2], NULL), strtoull(argv[3], NULL, 10), 1);
   }
   if (argc != 4 && !(argc == 3 && strcmp(argv[1], "list") == 0)) {
     fprintf(stderr,
             "usage: container_probe quota|clearenv OK_MIB OVER_MIB | list DIR | "
-            "spin SECONDS KERNEL_US\n");
+            "spin SECONDS KERNEL_US [PROCESSES] | latency SECONDS KERNEL_US\n");
     return 2;
   }
   if (argc == 3 && strcmp(argv[1], "list") == 0) {
