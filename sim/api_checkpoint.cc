@@ -17,19 +17,25 @@ using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
 
 namespace {
 
+// Whether `slot` is the live process the caller names `pid`. Callers name
+// processes by pids of their own namespace, as with the real driver: a
+// process of the same namespace by its slot's pid, one in another namespace
+// (a container's, seen from the host) by the kernel's translation of the
+// owner of its slot's lock.
+bool Alive(const ProcessSlot* slot, int pid) {
+  static const uint64_t kOurNamespace = vgpu::PidNamespaceId();
+  if (slot->pid_ns.load() == kOurNamespace) {
+    return slot->pid.load() == pid && vgpu::ProcessAlive(pid, slot->start_time.load());
+  }
+  return slot->pid.load() > 0 && Node().PidHere(*slot) == pid;
+}
+
 ProcessSlot* FindProcess(int pid) {
   if (pid <= 0) return nullptr;
   for (ProcessSlot& slot : Node().header()->processes) {
-    if (slot.pid.load(std::memory_order_acquire) == pid &&
-        vgpu::ProcessAlive(pid, slot.start_time.load())) {
-      return &slot;
-    }
+    if (slot.pid.load(std::memory_order_acquire) > 0 && Alive(&slot, pid)) return &slot;
   }
   return nullptr;
-}
-
-bool Alive(const ProcessSlot* slot, int pid) {
-  return slot->pid.load() == pid && vgpu::ProcessAlive(pid, slot->start_time.load());
 }
 
 template <typename T>

@@ -178,11 +178,6 @@ NodeHeader* OpenOrCreate(const SimConfig& config, bool* created, int* lock_fd, s
 
 // exec() frees the old image's device memory, as the real driver does when a
 // process image ends; its slot keeps our pid and start time.
-// Our pid namespace's inode (0 if /proc cannot tell).
-uint64_t PidNamespaceId() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
-}
 
 void ReleasePreviousImages(NodeHeader* h, ProcessSlot* mine, pid_t pid, uint64_t start) {
   for (auto& slot : h->processes) {
@@ -304,7 +299,16 @@ NodeRegion* NodeRegion::Open(const SimConfig& config, std::string* error) {
     }
   }
   region->registered_once_ = true;
+  region->fd_ = lock_fd;
   region->self_.store(slot, std::memory_order_release);
+  // Who we are to callers in any pid namespace (PidHere). Process-owned, so
+  // not inherited by fork() and gone at exit; the descriptor is close-on-exec.
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(sizeof(NodeHeader) + (slot - h->processes));
+  fl.l_len = 1;
+  fcntl(lock_fd, F_SETLK, &fl);
   return region;
 }
 
@@ -323,7 +327,19 @@ NodeRegion* NodeRegion::Attach(const std::string& node_name, std::string* error)
   }
   auto* region = new NodeRegion();
   region->header_ = h;
+  region->fd_ = fd;
   return region;
+}
+
+pid_t NodeRegion::PidHere(const ProcessSlot& slot) const {
+  if (fd_ < 0 || slot.pid.load() <= 0) return 0;
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(sizeof(NodeHeader) + (&slot - header_->processes));
+  fl.l_len = 1;
+  if (fcntl(fd_, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
+  return fl.l_pid > 0 ? fl.l_pid : 0;
 }
 
 NodeRegion::NodeRegion() {

@@ -171,6 +171,13 @@ class NodeRegion {
   // Removes this process's slot (at exit) and its usage.
   void Unregister();
 
+  // The pid of slot's process in the caller's pid namespace, as a real
+  // driver's callers name processes (host pids from the host, whatever
+  // container the process is in); 0 if not known. Each registered process
+  // holds a POSIX record lock on its slot's byte past the region, and the
+  // kernel reports a lock's owner translated into the asker's namespace.
+  pid_t PidHere(const ProcessSlot& slot) const;
+
   // shm object name for a node name ("/vgpu-sim-<name>").
   static std::string ShmName(const std::string& node_name);
 
@@ -182,6 +189,7 @@ class NodeRegion {
   // process may still free memory.
   std::atomic<ProcessSlot*> self_{nullptr};
   bool registered_once_ = false;  // opened with a slot (Open), not Attach
+  int fd_ = -1;                   // the node file, held open (and flock()ed) for life
 };
 
 }  // namespace vgpu::sim

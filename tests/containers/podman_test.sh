@@ -16,8 +16,8 @@
 #                              tenants in 8 containers stay within their containers' caps
 #   podman_test.sh checkpoint  the sample training in a container: the host's vgpuctl ps lists
 #                              it by host pid and container id, checkpoints and restores it, and
-#                              its checksum equals an uninterrupted run's; the container sees
-#                              only its own run directory
+#                              migrates it to device 1 and back; its checksum equals an
+#                              uninterrupted run's; the container sees only its own run directory
 # Containers run with podman's default namespaces (no --ipc host): the CDI spec mounts the
 # simulated node's file and the node's scheduler region, as it mounts device nodes.
 # Environment (from CMake): VGPUCTL HOOK LIBVGPU PROBE NODE_BUSY TRAIN SAMPLES SIM_DIR
@@ -158,6 +158,11 @@ for p in json.load(open(sys.argv[1]))["processes"]:
   "$VGPUCTL" checkpoint "$pid" --dir "$work/ckpt" || fail "checkpoint of the container's process"
   sleep 0.2
   "$VGPUCTL" restore "$pid" --from "$work/ckpt" || fail "restore of the container's process"
+  # Migration drives the driver's checkpoint API by the job's host pid, which
+  # the simulated driver resolves across pid namespaces as the real one does.
+  LD_LIBRARY_PATH=$SIM_DIR "$VGPUCTL" migrate "$pid" --to 1 || fail "migrate of the container's process to device 1"
+  sleep 0.2
+  LD_LIBRARY_PATH=$SIM_DIR "$VGPUCTL" migrate "$pid" --to 0 || fail "migrate of the container's process back to device 0"
   [ "$(podman wait "$tag-train")" = 0 ] || { podman logs "$tag-train"; fail "training failed"; }
   got=$(podman logs "$tag-train" 2>&1 | grep '^checksum')
   echo "reference $ref, in a container checkpointed+restored $got"
