@@ -19,5 +19,9 @@ inline constexpr const char* kContainerConfigFile = "/etc/vgpu/container.json";
 // The admin's part of it (annotations; next the DRA claim): ceilings that the
 // container's own environment and files may only tighten. Root-owned, 0644.
 inline constexpr const char* kContainerLimitsFile = "/etc/vgpu/limits.json";
+// The node's admin file of ceilings (root-owned; absent: none), at the same
+// path on the host and, mounted read-only by the CDI spec, in containers: an
+// image's own copy cannot stand in for it.
+inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
 
 }  // namespace vgpu

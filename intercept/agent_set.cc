@@ -108,7 +108,9 @@ Response CheckCeilings(const ctl::SetArgs& a, const std::vector<int>& targets) {
     const uint64_t bytes =
         a.memory_limit && *a.memory_limit == 0 ? kUnlimited : a.memory_limit.value_or(0);
     if (a.memory_limit && c.memory_limit != Config::kNoLimit && bytes > c.memory_limit) {
-      return refuse("memory_limit " + FormatByteSize(*a.memory_limit),
+      // 0 asks for no limit at all: say so rather than "0 B".
+      return refuse(*a.memory_limit == 0 ? std::string("memory_limit 0 (unlimited)")
+                                         : "memory_limit " + FormatByteSize(*a.memory_limit),
                     FormatByteSize(c.memory_limit), c.memory_source);
     }
     if (a.compute_share && c.share_permille != 0 &&

@@ -34,10 +34,14 @@ class Ceiling {
     const size_t o = OptionIndex("VGPU_COMPUTE_POLICY");
     // A share or weight of the admin's is a policy too: "native" would escape it.
     if (!admin_->set[o] && a_->EffectivePolicy() == Config::ComputePolicy::kNative) return;
-    if (user_->set[o] && u_->compute_policy != a_->compute_policy) {
+    // A policy the admin implies (fixed by a share) may be named explicitly.
+    const Config::ComputePolicy in_force =
+        admin_->set[o] ? a_->compute_policy : a_->EffectivePolicy();
+    const bool same = u_->compute_policy == in_force || u_->compute_policy == a_->compute_policy;
+    if (user_->set[o] && !same) {
       Refuse(o, "would change the compute policy that " + source_ + " sets");
     }
-    u_->compute_policy = a_->compute_policy;
+    if (!same) u_->compute_policy = a_->compute_policy;
     if (admin_->set[o]) Take(o);
   }
 

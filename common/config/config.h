@@ -28,8 +28,6 @@
 
 namespace vgpu {
 
-// The node's admin file of ceilings (root-owned; absent: none).
-inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
 // The admin files libvgpu reads, in order; each one's values are ceilings.
 inline constexpr const char* kAdminConfigFiles[] = {kNodeConfigFile, kContainerLimitsFile};
 

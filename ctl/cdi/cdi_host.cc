@@ -141,6 +141,7 @@ Status CollectInventory(const HostOptions& o, Inventory* inv, std::vector<std::s
     warnings->push_back(o.run_dir + " (run directory) does not exist: left out of the spec");
   }
   inv->hook = Optional(o.exe_dir + "/" + std::string(kHookName), "OCI hook", warnings);
+  if (!o.node_config.empty() && Exists(o.node_config)) inv->node_config = o.node_config;
   std::vector<std::string> shared = o.node_files;
   if (!o.sched_region_file.empty()) shared.insert(shared.begin(), o.sched_region_file);
   for (const std::string& f : shared) {

@@ -26,6 +26,7 @@ struct HostOptions {
   // (--node-file: the simulated node's file); each must exist.
   std::vector<std::string> node_files;
   std::string sched_region_file;  // the node's scheduler region: required, must exist
+  std::string node_config = kNodeConfigFile;  // mounted if it exists
 };
 
 // Fills *inv with what exists. A missing optional path is left out and

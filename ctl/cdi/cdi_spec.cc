@@ -87,6 +87,9 @@ json CommonEdits(const Inventory& inv) {
   // Like a device node: the same file at the same path, whatever the
   // container's own IPC namespace and /dev/shm.
   for (const std::string& f : inv.shared_files) mounts.push_back(Mount(f, f, kSharedBind));
+  if (!inv.node_config.empty()) {
+    mounts.push_back(Mount(inv.node_config, kNodeConfigFile, kReadOnlyBind));
+  }
   // The run directory is not mounted: the hook mounts the container's own
   // directory under it at its path (docs/containers.md).
   if (!inv.run_dir.empty()) env.push_back("VGPU_RUN_DIR=" + inv.run_dir);

@@ -50,6 +50,9 @@ struct Inventory {
   // the node's compute-scheduler region (/dev/shm/vgpu-sched, created by
   // `vgpuctl cdi generate`), and on the simulated node its node file.
   std::vector<std::string> shared_files;
+  // The node's admin file (kNodeConfigFile) when it exists: mounted
+  // read-only at that path, so its ceilings hold in containers too.
+  std::string node_config;
   std::string hook;                       // host path of vgpu-oci-hook
 };
 

@@ -47,7 +47,7 @@ constexpr const char* kUsage =
     "                          change its limits at runtime (--group G: every process of\n"
     "                          quota group G; SIZE 0: unlimited; --device: one device only)\n"
     "  cdi generate [--output FILE] [--libvgpu PATH] [--driver-dir DIR] [--run-dir DIR]\n"
-    "      [--dev-dir DIR] [--gpus N] [--node-file PATH]...\n"
+    "      [--dev-dir DIR] [--gpus N] [--node-file PATH]... [--node-config FILE]\n"
     "                          write the node's CDI spec (kind vgpu.io/gpu) as JSON to stdout\n"
     "                          or FILE (docs/containers.md); creates the node's scheduler region\n"
     "  cdi list [FILE|DIR]...  list the vgpu.io/gpu devices of CDI specs (default: /etc/cdi,\n"

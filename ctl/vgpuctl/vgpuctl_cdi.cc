@@ -21,7 +21,7 @@ int Usage(const std::string& message) {
                "vgpuctl cdi: %s\n"
                "usage: vgpuctl cdi generate [--output FILE] [--libvgpu PATH] [--driver-dir DIR]\n"
                "                            [--run-dir DIR] [--dev-dir DIR] [--gpus N]\n"
-               "                            [--node-file PATH]...\n"
+               "                            [--node-file PATH]... [--node-config FILE]\n"
                "       vgpuctl cdi list [FILE|DIR]...\n",
                message.c_str());
   return kExitUsage;
@@ -54,7 +54,8 @@ bool ParseGenerate(const std::vector<std::string>& args, cdi::HostOptions* o, st
   std::string gpus;
   const std::map<std::string, std::string*> paths = {
       {"--output", output},       {"--libvgpu", &o->libvgpu}, {"--driver-dir", &o->driver_dir},
-      {"--run-dir", &o->run_dir}, {"--dev-dir", &o->dev_dir}, {"--gpus", &gpus}};
+      {"--run-dir", &o->run_dir}, {"--dev-dir", &o->dev_dir}, {"--gpus", &gpus},
+      {"--node-config", &o->node_config}};
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--node-file" && i + 1 < args.size() && !args[i + 1].empty()) {
       o->node_files.push_back(AbsolutePath(args[++i]));

@@ -2,14 +2,21 @@
 // would be read, for podman_test.sh: `node_busy NODE [DEVICE]` prints
 //   now <monotonic ns>
 //   ns <pid namespace inode> <engine ns its processes used on DEVICE>
+//   pid <pid namespace inode> <pid in it> <engine ns>
+//   lease_changes <count>
 // one "ns" line per pid namespace (per container; the host's too), summed
-// over that namespace's live process slots. Creates nothing: exit 1 if the
-// node does not exist.
+// over that namespace's live process slots, one "pid" line per process, and
+// the node's scheduler region's count of lease changes on DEVICE (hand-overs;
+// -1 without a region). Creates nothing: exit 1 if the node does not exist.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "common/sched_region.h"
 #include "sim/node_region.h"
 
 int main(int argc, char** argv) {
@@ -25,11 +32,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::map<uint64_t, uint64_t> busy;
+  std::printf("now %llu\n", static_cast<unsigned long long>(vgpu::sim::NowNs()));
   for (const auto& slot : node->header()->processes) {
     if (slot.pid.load() <= 0) continue;
-    busy[slot.pid_ns.load()] += slot.busy_ns[device].load();
+    const uint64_t b = slot.busy_ns[device].load();
+    busy[slot.pid_ns.load()] += b;
+    std::printf("pid %llu %d %llu\n", static_cast<unsigned long long>(slot.pid_ns.load()),
+                slot.pid.load(), static_cast<unsigned long long>(b));
   }
-  std::printf("now %llu\n", static_cast<unsigned long long>(vgpu::sim::NowNs()));
+  // Only an existing region is read (Open would create one).
+  std::string region_error;
+  std::unique_ptr<vgpu::SchedRegion> region;
+  if (access(("/dev/shm" + std::string(vgpu::kNodeSchedRegion)).c_str(), F_OK) == 0) {
+    region = vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion, &region_error);
+  }
+  std::printf("lease_changes %lld\n",
+              region ? static_cast<long long>(region->device(device).gen.load()) : -1ll);
   for (const auto& [ns, ns_busy] : busy) {
     std::printf("ns %llu %llu\n", static_cast<unsigned long long>(ns),
                 static_cast<unsigned long long>(ns_busy));

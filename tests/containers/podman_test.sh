@@ -40,10 +40,11 @@ image=localhost/$tag
 spec=/var/run/cdi/$tag.json
 export VGPU_SIM_NODE=$tag VGPU_SIM_DEVICES=2x2GiB VGPU_RUN_DIR=$work/run
 cleanup() {
+  [ -z "${hostpids:-}" ] || kill -KILL "${hostpids[@]}" 2>/dev/null
   podman rm -f -t 0 "$tag-train" "$tag-a" "$tag-b" "$tag-hp" "$tag-k" "$tag"-s{1..8} \
     >/dev/null 2>&1
   podman rmi -f "$image" >/dev/null 2>&1
-  rm -rf "$work" "$spec" "/dev/shm/vgpu-sim-$VGPU_SIM_NODE"
+  rm -rf "$work" "$spec" "/dev/shm/vgpu-sim-$VGPU_SIM_NODE" /dev/shm/vgpu-ledger-0-host-[ab]
 }
 trap cleanup EXIT
 # The sandbox refuses setrlimit: no default ulimits (docs/containers.md).
@@ -171,26 +172,34 @@ for p in json.load(open(sys.argv[1]))["processes"]:
 share)
   # Engine time per pid namespace over a window, from the simulated GPU's own counters.
   pidns() { readlink "/proc/$(podman inspect -f '{{.State.Pid}}' "$1")/ns/pid" | tr -dc 0-9; }
-  shares() { # SECONDS NAME...: prints each container's share in percent
-    local secs=$1 ns=()
-    shift
-    for n in "$@"; do ns+=("$(pidns "$tag-$n")"); done
+  SHARE_WINDOW=$(dirname "$0")/share_window.py
+  window() { # SECONDS: node readings before and after, in s1 and s2
     "$NODE_BUSY" "$VGPU_SIM_NODE" >"$work/s1" || fail "node_busy"
-    sleep "$secs"
+    sleep "$1"
     "$NODE_BUSY" "$VGPU_SIM_NODE" >"$work/s2" || fail "node_busy"
-    python3 - "$work/s1" "$work/s2" "${ns[@]}" <<'PY'
-import sys
-def read(p):
-    d = {}
-    for line in open(p):
-        f = line.split()
-        d[f[0] if f[0] == "now" else f[1]] = int(f[-1])
-    return d
-s1, s2 = read(sys.argv[1]), read(sys.argv[2])
-wall = s2["now"] - s1["now"]
-print(" ".join("%.1f" % (100.0 * (s2.get(n, 0) - s1.get(n, 0)) / wall) for n in sys.argv[3:]))
-PY
   }
+  shares() { # SECONDS NAME...: prints each container's share in percent
+    local secs=$1 keys=()
+    shift
+    for n in "$@"; do keys+=("ns:$(pidns "$tag-$n")"); done
+    window "$secs"
+    "$SHARE_WINDOW" "$work/s1" "$work/s2" "${keys[@]}"
+  }
+  handovers() { # KEY...: lease changes per second, engine idle us per change, last window
+    "$SHARE_WINDOW" --handovers "$work/s1" "$work/s2" "$@"
+  }
+  hostspin() { # WEIGHT GROUP: a governed process of the host (default scheduler region)
+    env LD_PRELOAD="$LIBVGPU" LD_LIBRARY_PATH="$SIM_DIR" VGPU_COMPUTE_WEIGHT="$1" \
+      VGPU_GROUP="$2" "$PROBE" spin 8 1000 >"$work/$2.out" 2>&1 &
+    hostpids+=($!)
+    for i in $(seq 1 200); do
+      grep -q '^ready' "$work/$2.out" && return
+      sleep 0.05
+    done
+    cat "$work/$2.out"
+    fail "host tenant $2 did not start"
+  }
+  hostpids=()
   started() { # NAME [COUNT]: the container's processes all printed "ready"
     [ "$(podman logs "$tag-$1" 2>&1 | grep -c '^ready')" -ge "${2:-1}" ]
   }
@@ -225,11 +234,31 @@ PY
   within "$b" 56 72 || fail "the 70% container got $b%"
   pair vgpu.io/compute-weight=1 vgpu.io/compute-weight=3
   read -r a b < <(shares 3 a b)
-  echo "weights 1:3 across two containers: measured $a% / $b%"
+  read -r rate idle < <(handovers "ns:$(pidns "$tag-a")" "ns:$(pidns "$tag-b")")
+  echo "weights 1:3 across two containers: measured $a% / $b%;" \
+    "$rate hand-overs/s, engine idle $idle us per hand-over"
   # Apart, each would take half of the engine.
   within "$(python3 -c "print($a / ($a + $b))")" 0.20 0.30 || fail "weights 1:3 split $a/$b"
   within "$(python3 -c "print($a + $b)")" 80 101 || fail "the device idled: $a + $b"
-  podman rm -f -t 0 "$tag-a" "$tag-b" >/dev/null 2>&1
+  # A container against a process of the host: one scheduler for both.
+  podman rm -f -t 0 "$tag-b" >/dev/null 2>&1
+  hostspin 3 host-b
+  sleep 0.5
+  window 3
+  read -r a b < <("$SHARE_WINDOW" "$work/s1" "$work/s2" "ns:$(pidns "$tag-a")" "pid:${hostpids[0]}")
+  echo "weights 1:3, a container against a host process: measured $a% / $b%"
+  within "$(python3 -c "print($a / ($a + $b))")" 0.20 0.30 || fail "container/host 1:3 split $a/$b"
+  podman rm -f -t 0 "$tag-a" >/dev/null 2>&1
+  # The same pair as two processes of the host: a hand-over within one namespace.
+  hostspin 1 host-a
+  sleep 0.5
+  window 3
+  read -r a b < <("$SHARE_WINDOW" "$work/s1" "$work/s2" "pid:${hostpids[1]}" "pid:${hostpids[0]}")
+  read -r rate idle < <(handovers "pid:${hostpids[1]}" "pid:${hostpids[0]}")
+  echo "weights 1:3, two processes of the host: measured $a% / $b%;" \
+    "$rate hand-overs/s, engine idle $idle us per hand-over"
+  kill -KILL "${hostpids[@]}" 2>/dev/null
+  wait 2>/dev/null
 
   # High priority: an inference container beside a saturating one runs as if alone.
   p50() { podman wait "$tag-$1" >/dev/null; podman logs "$tag-$1" 2>&1 | sed -n 's/^p50_us=//p'; }

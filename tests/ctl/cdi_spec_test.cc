@@ -122,6 +122,18 @@ TEST(CdiSpec, SharedNodeFilesAreMountedAtTheirOwnPath) {
   EXPECT_TRUE(ValidateSpec(BuildSpec(inv)).ok());
 }
 
+// The node's admin file holds in containers: read-only, over the image's.
+TEST(CdiSpec, TheNodesAdminFileIsMountedReadOnly) {
+  Inventory inv = TwoGpus();
+  EXPECT_EQ(BuildSpec(inv)["containerEdits"]["mounts"].dump().find("node.json"), std::string::npos);
+  inv.node_config = "/etc/vgpu/node.json";
+  json edits = BuildSpec(inv)["containerEdits"];
+  EXPECT_TRUE(Contains(edits["mounts"], json({{"hostPath", "/etc/vgpu/node.json"},
+                                              {"containerPath", "/etc/vgpu/node.json"},
+                                              {"options", {"ro", "nosuid", "nodev", "bind"}}})))
+      << edits["mounts"].dump(2);
+}
+
 std::string LdconfigOutput() {
   std::string out;
   if (FILE* p = popen("/sbin/ldconfig -p 2>/dev/null", "r")) {

@@ -39,7 +39,8 @@ class CdiVgpuctlTest : public ::testing::Test {
                                      "--libvgpu",    tmp_.path() + "/lib/libvgpu.so",
                                      "--driver-dir", tmp_.path() + "/driver",
                                      "--dev-dir",    tmp_.path() + "/dev",
-                                     "--run-dir",    tmp_.path() + "/run"};
+                                     "--run-dir",    tmp_.path() + "/run",
+                                     "--node-config", tmp_.path() + "/node.json"};
     args.insert(args.end(), more.begin(), more.end());
     return Vgpuctl(args);
   }
@@ -70,11 +71,18 @@ TEST_F(CdiVgpuctlTest, GenerateWritesAValidSpecFile) {
   // (the hook, not the spec, mounts the container's own run directory); the
   // fake libcuda is no ELF file: what it needs is unknown.
   const json& mounts = spec["containerEdits"]["mounts"];
-  ASSERT_EQ(mounts.size(), 3u) << spec["containerEdits"].dump(2);
+  ASSERT_EQ(mounts.size(), 3u) << "no node.json on the fake host" << spec["containerEdits"].dump(2);
   EXPECT_EQ(mounts[2]["hostPath"], "/dev/shm/vgpu-sched");
   EXPECT_EQ(mounts[2]["containerPath"], "/dev/shm/vgpu-sched");
   ASSERT_EQ(stat("/dev/shm/vgpu-sched", &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0666u) << "every tenant of the node opens it";
+  // With the node's admin file: mounted read-only over the image's path.
+  Write(tmp_.path() + "/node.json", R"({"priority": "normal"})");
+  ASSERT_EQ(Generate({"--gpus", "2", "--output", Spec()}).exit_code, 0);
+  std::ifstream again(Spec());
+  const json with = json::parse(again, nullptr, false);
+  ASSERT_EQ(with["containerEdits"]["mounts"].size(), 4u) << with["containerEdits"].dump(2);
+  EXPECT_EQ(with["containerEdits"]["mounts"][3]["containerPath"], "/etc/vgpu/node.json");
   EXPECT_NE(r.err.find("is not an ELF file"), std::string::npos) << r.err;
   const json& args = spec["containerEdits"]["hooks"][0]["args"];
   EXPECT_NE(std::find(args.begin(), args.end(), "--run-dir"), args.end()) << args.dump();

@@ -126,6 +126,21 @@ TEST_F(CeilingsTest, TheSharePolicyWeightAndPriorityAreCeilings) {
   EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
 }
 
+// The policy the admin's share implies, named explicitly, is no change;
+// another one is refused.
+TEST_F(CeilingsTest, NamingThePolicyInForceIsNotARaise) {
+  Admin(R"({"compute_share": "30"})");
+  env_ = {{"VGPU_COMPUTE_POLICY", "fixed"}, {"VGPU_COMPUTE_SHARE", "20"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.refusals.empty()) << Refusals();
+  EXPECT_EQ(cfg_.EffectivePolicyFor(0), Config::ComputePolicy::kFixed);
+  EXPECT_EQ(cfg_.ShareFor(0), 200u) << "lowered";
+  env_ = {{"VGPU_COMPUTE_POLICY", "weighted"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
+  EXPECT_EQ(cfg_.EffectivePolicyFor(0), Config::ComputePolicy::kFixed);
+}
+
 TEST_F(CeilingsTest, TheAdminMayGrantHighPriorityAndWeight) {
   Admin(R"({"priority": "high", "compute_weight": "4"})");
   env_ = {{"VGPU_PRIORITY", "high"}, {"VGPU_COMPUTE_WEIGHT", "3"}};
