@@ -327,7 +327,7 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
   }
 }
 
-Status BuildContainerLimits(const Annotations& annotations, const std::string& container_json,
+Status BuildContainerLimits(const Annotations& annotations, const std::string& id,
                             std::string* json_text) {
   json_text->clear();
   try {
@@ -343,8 +343,7 @@ Status BuildContainerLimits(const Annotations& annotations, const std::string& c
     // Fixed whatever the annotations: a process that picked another group
     // would get a fresh quota and bucket (or share another container's), one
     // that picked a scheduler region of its own would schedule only itself.
-    const json file = json::parse(container_json);
-    if (file.contains("group")) limits["group"] = file["group"];
+    limits["group"] = id;
     limits["sched_region"] = kNodeSchedRegion;
     *json_text = limits.dump(2) + "\n";
     return Status::Ok();

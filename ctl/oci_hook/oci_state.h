@@ -73,12 +73,12 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
                             const std::vector<std::string>& env, std::string* json_text);
 
 // The admin's part of the container's configuration, written to
-// kContainerLimitsFile: the vgpu.io/ annotations' values and the container's
-// quota group (from `container_json`, BuildContainerConfig's text), which
-// libvgpu applies as ceilings over the container's own environment and files
-// (docs/configuration.md, "Ceilings"). Empty when no annotation asks for a
-// limit: without an admin source the container's variables rule as before.
-Status BuildContainerLimits(const Annotations& annotations, const std::string& container_json,
+// kContainerLimitsFile: the vgpu.io/ annotations' values, the container's
+// group (its id, whatever its environment asks: the group is its bucket on
+// the node's scheduler) and the node's scheduler region, which libvgpu
+// applies as ceilings over the container's own environment and files
+// (docs/configuration.md, "Ceilings").
+Status BuildContainerLimits(const Annotations& annotations, const std::string& id,
                             std::string* json_text);
 
 // Whether libvgpu in the container will read the file: with vgpu.io/

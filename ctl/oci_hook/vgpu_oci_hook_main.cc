@@ -101,7 +101,7 @@ int Act(const Options& opt, const ContainerState& state, const BundleConfig& con
   std::string file, limits;
   const Annotations annotations = MergedAnnotations(state, config);
   Status s = BuildContainerConfig(state.id, annotations, config.env, &file);
-  if (s.ok()) s = BuildContainerLimits(annotations, file, &limits);
+  if (s.ok()) s = BuildContainerLimits(annotations, state.id, &limits);
   if (s.ok()) s = CheckConfigReachable(annotations, config.env);
   Fd rootfs;
   if (s.ok()) s = OpenRootfs(config.rootfs, &rootfs);

@@ -190,7 +190,7 @@ share)
   }
   hostspin() { # WEIGHT GROUP: a governed process of the host (default scheduler region)
     env LD_PRELOAD="$LIBVGPU" LD_LIBRARY_PATH="$SIM_DIR" VGPU_COMPUTE_WEIGHT="$1" \
-      VGPU_GROUP="$2" "$PROBE" spin 8 1000 >"$work/$2.out" 2>&1 &
+      VGPU_GROUP="$2" "$PROBE" spin 20 1000 >"$work/$2.out" 2>&1 &
     hostpids+=($!)
     for i in $(seq 1 200); do
       grep -q '^ready' "$work/$2.out" && return
@@ -200,6 +200,7 @@ share)
     fail "host tenant $2 did not start"
   }
   hostpids=()
+  tenant_env=()
   started() { # NAME [COUNT]: the container's processes all printed "ready"
     [ "$(podman logs "$tag-$1" 2>&1 | grep -c '^ready')" -ge "${2:-1}" ]
   }
@@ -209,7 +210,8 @@ share)
     [ "$1" = spin ] && [ -n "${4:-}" ] && count=$4
     podman rm -f -t 0 "$tag-$name" >/dev/null 2>&1
     podman run -d --name "$tag-$name" "${run_opts[@]}" --device vgpu.io/gpu=0 \
-      --annotation "$ann" "$image" /app/container_probe "$@" >/dev/null || fail "podman run $name"
+      --annotation "$ann" "${tenant_env[@]}" "$image" /app/container_probe "$@" >/dev/null ||
+      fail "podman run $name"
     for i in $(seq 1 400); do
       started "$name" "$count" && return
       sleep 0.05
@@ -218,8 +220,8 @@ share)
     fail "tenant $name did not start"
   }
   pair() { # A_ANNOTATION B_ANNOTATION: two saturating containers
-    start a "$1" spin 12 1000
-    start b "$2" spin 12 1000
+    start a "$1" spin 25 1000
+    start b "$2" spin 25 1000
     sleep 1  # past both starts
   }
   within() { python3 -c "import sys; sys.exit(0 if $2 <= $1 <= $3 else 1)"; }
@@ -232,7 +234,14 @@ share)
   # wait behind the other's kernels: the 30% one would run well below 24%.
   within "$a" 24 32 || fail "the 30% container got $a%"
   within "$b" 56 72 || fail "the 70% container got $b%"
+  # The second tenant also tries to escape through its environment: a region
+  # of its own, another container's group, a higher weight. All refused.
+  tenant_env=(-e VGPU_SCHED_REGION=/vgpu-sched-mine -e VGPU_GROUP=someone-else
+    -e VGPU_COMPUTE_WEIGHT=9)
   pair vgpu.io/compute-weight=1 vgpu.io/compute-weight=3
+  tenant_env=()
+  podman logs "$tag-b" 2>&1 | grep -c "refused:" | grep -qx 3 ||
+    { podman logs "$tag-b"; fail "the escape attempts were not each refused in one line"; }
   read -r a b < <(shares 3 a b)
   read -r rate idle < <(handovers "ns:$(pidns "$tag-a")" "ns:$(pidns "$tag-b")")
   echo "weights 1:3 across two containers: measured $a% / $b%;" \
@@ -257,6 +266,7 @@ share)
   read -r rate idle < <(handovers "pid:${hostpids[1]}" "pid:${hostpids[0]}")
   echo "weights 1:3, two processes of the host: measured $a% / $b%;" \
     "$rate hand-overs/s, engine idle $idle us per hand-over"
+  within "$(python3 -c "print($a / ($a + $b))")" 0.20 0.30 || fail "host 1:3 split $a/$b"
   kill -KILL "${hostpids[@]}" 2>/dev/null
   wait 2>/dev/null
 

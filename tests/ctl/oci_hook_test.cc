@@ -211,7 +211,7 @@ TEST(OciState, AnnotationsAreTheContainersCeilings) {
   const std::vector<std::string> env = {"VGPU_DEVICE_MEMORY_LIMIT=16GiB", "VGPU_PRIORITY=high"};
   std::string file, limits;
   ASSERT_TRUE(BuildContainerConfig("0123abcd", a, env, &file).ok());
-  ASSERT_TRUE(BuildContainerLimits(a, file, &limits).ok());
+  ASSERT_TRUE(BuildContainerLimits(a, "0123abcd", &limits).ok());
   const json l = json::parse(limits);
   EXPECT_EQ(l.value("device_memory_limit", ""), "1GiB") << limits;
   EXPECT_EQ(l.value("priority", ""), "normal") << limits;
@@ -221,9 +221,14 @@ TEST(OciState, AnnotationsAreTheContainersCeilings) {
   EXPECT_EQ(json::parse(file).value("device_memory_limit", ""), "16GiB")
       << "the tenant's ask, refused later";
   ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, env, &file).ok());
-  ASSERT_TRUE(BuildContainerLimits({}, file, &limits).ok());
+  ASSERT_TRUE(BuildContainerLimits({}, "0123abcd", &limits).ok());
   EXPECT_EQ(json::parse(limits), json::parse(R"({"group": "0123abcd", "sched_region": "/vgpu-sched"})"))
       << limits;
+  // A group of the container's own choosing stays in container.json, refused
+  // later: its group is its bucket on the node's scheduler.
+  ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, {"VGPU_GROUP=other"}, &file).ok());
+  ASSERT_TRUE(BuildContainerLimits({}, "0123abcd", &limits).ok());
+  EXPECT_EQ(json::parse(limits).value("group", ""), "0123abcd") << limits;
 }
 
 TEST(OciState, InvalidAnnotationIsAnError) {
