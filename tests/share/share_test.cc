@@ -192,6 +192,9 @@ class ShareTest : public ::testing::Test {
     FAIL() << "tenants did not start";
   }
 
+  // A high-priority latency tenant alone, then beside a saturating trainer.
+  void HighPriorityBesideATrainer(bool hp_as_nobody);
+
   std::string node_, region_;
   std::string trace_;  // SchedLine every 250 ms of the last Shares()
   std::vector<pid_t> pids_;
@@ -254,6 +257,22 @@ TEST_F(ShareTest, WeightsSplitTheDevice) {
 
 // Two users on the host schedule against each other: one region per node
 // (mode 0666), whatever the uid. With a region per uid each would take half.
+TEST_F(ShareTest, CapsOfTwoUsersHold) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
+  pid_t a = Spawn({"VGPU_COMPUTE_SHARE=30", "VGPU_GROUP=a"}, 6, 1000);
+  pid_t b = Spawn({"VGPU_COMPUTE_SHARE=70", "VGPU_GROUP=b"}, 6, 1000, nullptr, false, true);
+  WaitUntilAllRun({a, b});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto s = Shares({a, b}, 3.0);
+  // As FixedCapsAreHonoured; two users in regions of their own would each be
+  // charged for waiting behind the other's kernels and fall well short.
+  EXPECT_LE(s[a], 35) << trace_;
+  EXPECT_LE(s[b], 75) << trace_;
+  EXPECT_GE(s[a], 15) << trace_;
+  EXPECT_GE(s[b], 35) << trace_;
+}
+
 TEST_F(ShareTest, TwoUsersSplitTheDeviceByWeight) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
   if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
@@ -298,15 +317,26 @@ TEST_F(ShareTest, RuntimeShareChangeTakesEffectQuickly) {
   EXPECT_GE(after, 30) << "well above the old cap of 20%" << trace_;
 }
 
-TEST_F(ShareTest, HighPriorityRunsAsIfAlone) {
+TEST_F(ShareTest, HighPriorityRunsAsIfAlone) { HighPriorityBesideATrainer(false); }
+
+// The same with the high-priority tenant another user's (nobody).
+TEST_F(ShareTest, HighPriorityOfAnotherUserRunsAsIfAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
+  HighPriorityBesideATrainer(true);
+}
+
+void ShareTest::HighPriorityBesideATrainer(bool hp_as_nobody) {
   std::string out_alone = "/tmp/vgpu-share-hp-alone-" + std::to_string(getpid());
   std::string out_shared = "/tmp/vgpu-share-hp-shared-" + std::to_string(getpid());
-  pid_t alone = Spawn({"VGPU_PRIORITY=high", "VGPU_GROUP=hp"}, 2.5, 200, out_alone.c_str(), true);
+  pid_t alone = Spawn({"VGPU_PRIORITY=high", "VGPU_GROUP=hp"}, 2.5, 200, out_alone.c_str(), true,
+                      hp_as_nobody);
   waitpid(alone, nullptr, 0);
   pids_.clear();
   Spawn({"VGPU_COMPUTE_WEIGHT=1", "VGPU_GROUP=trainer"}, 4, 1000);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  pid_t hp = Spawn({"VGPU_PRIORITY=high", "VGPU_GROUP=hp"}, 2.5, 200, out_shared.c_str(), true);
+  pid_t hp = Spawn({"VGPU_PRIORITY=high", "VGPU_GROUP=hp"}, 2.5, 200, out_shared.c_str(), true,
+                   hp_as_nobody);
   waitpid(hp, nullptr, 0);
   struct Latency {
     double p50 = -1, p99 = -1;
