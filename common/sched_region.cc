@@ -175,7 +175,8 @@ int SchedRegion::LockFd(std::string* why) {
   const std::string path = "/proc/self/fd/" + std::to_string(fd_);
   int fd = fd_ < 0 ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    if (why != nullptr) *why = "cannot reopen the scheduler region (" + path + "): " + std::strerror(errno);
+    if (why != nullptr)
+      *why = "cannot reopen the scheduler region (" + path + "): " + std::strerror(errno);
     return -1;
   }
   if (lock_entry_ >= 0) {
@@ -202,7 +203,8 @@ int SchedRegion::RegisterClient(pid_t pid, std::string* why) {
         const int err = errno;
         cl.pid.store(0, std::memory_order_release);
         if (err == EAGAIN || err == EACCES) continue;  // a stalled unregister still holds it
-        if (why != nullptr) *why = std::string("cannot lock a scheduler slot: ") + std::strerror(err);
+        if (why != nullptr)
+          *why = std::string("cannot lock a scheduler slot: ") + std::strerror(err);
         return -1;
       }
       {

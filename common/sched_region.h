@@ -90,7 +90,7 @@ struct SchedClient {
   // 0: free; -pid while claimed. The pid in the client's own pid namespace:
   // it names the process for people (with pid_ns), never decides liveness.
   std::atomic<int32_t> pid;
-  std::atomic<uint64_t> pid_ns;  // inode of its pid namespace (PidNamespaceId)
+  std::atomic<uint64_t> pid_ns;               // inode of its pid namespace (PidNamespaceId)
   std::atomic<int32_t> group[kSchedDevices];  // group index per device, -1: none
   std::atomic<uint64_t> demand_since_ns[kSchedDevices];  // 0: not waiting
   // Futex word of this client's waiting threads: bumped when the lease is
@@ -239,8 +239,8 @@ class SchedRegion {
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;
   bool shared_ = false;
-  int fd_ = -1;          // the region's file: mapped, and the liveness probe
-  int lock_entry_ = -1;  // this object's lock descriptor in the fork registry
+  int fd_ = -1;                      // the region's file: mapped, and the liveness probe
+  int lock_entry_ = -1;              // this object's lock descriptor in the fork registry
   std::bitset<kSchedClients> mine_;  // slots this object registered (locked)
   SchedTuning tuning_;
   // This process's last liveness check of each device's holder.

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "intercept/node_devices.h"
-#include "intercept/compute_share.h"
 #include "common/log.h"
 #include "common/process_info.h"
 #include "driver/real_driver.h"
+#include "intercept/compute_share.h"
+#include "intercept/node_devices.h"
 #include "intercept/runtime.h"
 
 namespace vgpu {

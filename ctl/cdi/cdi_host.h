@@ -25,7 +25,7 @@ struct HostOptions {
   // Files to share with every container besides the scheduler region
   // (--node-file: the simulated node's file); each must exist.
   std::vector<std::string> node_files;
-  std::string sched_region_file;  // the node's scheduler region: required, must exist
+  std::string sched_region_file;              // the node's scheduler region: required, must exist
   std::string node_config = kNodeConfigFile;  // mounted if it exists
 };
 

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "common/sched_region.h"
 #include "ctl/cdi/cdi_host.h"
 #include "ctl/cdi/cdi_spec.h"
-#include "common/sched_region.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
 
@@ -52,10 +52,13 @@ bool ParseGpus(const std::string& s, int* out) {
 bool ParseGenerate(const std::vector<std::string>& args, cdi::HostOptions* o, std::string* output,
                    std::string* error) {
   std::string gpus;
-  const std::map<std::string, std::string*> paths = {
-      {"--output", output},       {"--libvgpu", &o->libvgpu}, {"--driver-dir", &o->driver_dir},
-      {"--run-dir", &o->run_dir}, {"--dev-dir", &o->dev_dir}, {"--gpus", &gpus},
-      {"--node-config", &o->node_config}};
+  const std::map<std::string, std::string*> paths = {{"--output", output},
+                                                     {"--libvgpu", &o->libvgpu},
+                                                     {"--driver-dir", &o->driver_dir},
+                                                     {"--run-dir", &o->run_dir},
+                                                     {"--dev-dir", &o->dev_dir},
+                                                     {"--gpus", &gpus},
+                                                     {"--node-config", &o->node_config}};
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--node-file" && i + 1 < args.size() && !args[i + 1].empty()) {
       o->node_files.push_back(AbsolutePath(args[++i]));

@@ -113,10 +113,10 @@ TEST(CdiSpec, SharedNodeFilesAreMountedAtTheirOwnPath) {
   inv.shared_files = {"/dev/shm/vgpu-sched", "/dev/shm/vgpu-sim-n"};
   json edits = BuildSpec(inv)["containerEdits"];
   for (const std::string f : {"/dev/shm/vgpu-sched", "/dev/shm/vgpu-sim-n"}) {
-    EXPECT_TRUE(Contains(edits["mounts"],
-                         json({{"hostPath", f},
-                               {"containerPath", f},
-                               {"options", {"rw", "nosuid", "nodev", "noexec", "bind"}}})))
+    EXPECT_TRUE(
+        Contains(edits["mounts"], json({{"hostPath", f},
+                                        {"containerPath", f},
+                                        {"options", {"rw", "nosuid", "nodev", "noexec", "bind"}}})))
         << f << edits["mounts"].dump(2);
   }
   EXPECT_TRUE(ValidateSpec(BuildSpec(inv)).ok());

@@ -35,11 +35,11 @@ class CdiVgpuctlTest : public ::testing::Test {
   }
   // generate on the fake host with `more` arguments.
   RunResult Generate(std::vector<std::string> more) {
-    std::vector<std::string> args = {"cdi",          "generate",
-                                     "--libvgpu",    tmp_.path() + "/lib/libvgpu.so",
-                                     "--driver-dir", tmp_.path() + "/driver",
-                                     "--dev-dir",    tmp_.path() + "/dev",
-                                     "--run-dir",    tmp_.path() + "/run",
+    std::vector<std::string> args = {"cdi",           "generate",
+                                     "--libvgpu",     tmp_.path() + "/lib/libvgpu.so",
+                                     "--driver-dir",  tmp_.path() + "/driver",
+                                     "--dev-dir",     tmp_.path() + "/dev",
+                                     "--run-dir",     tmp_.path() + "/run",
                                      "--node-config", tmp_.path() + "/node.json"};
     args.insert(args.end(), more.begin(), more.end());
     return Vgpuctl(args);

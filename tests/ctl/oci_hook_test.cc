@@ -222,7 +222,8 @@ TEST(OciState, AnnotationsAreTheContainersCeilings) {
       << "the tenant's ask, refused later";
   ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, env, &file).ok());
   ASSERT_TRUE(BuildContainerLimits({}, "0123abcd", &limits).ok());
-  EXPECT_EQ(json::parse(limits), json::parse(R"({"group": "0123abcd", "sched_region": "/vgpu-sched"})"))
+  EXPECT_EQ(json::parse(limits),
+            json::parse(R"({"group": "0123abcd", "sched_region": "/vgpu-sched"})"))
       << limits;
   // A group of the container's own choosing stays in container.json, refused
   // later: its group is its bucket on the node's scheduler.

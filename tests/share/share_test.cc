@@ -377,7 +377,8 @@ TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
     int c = region->RegisterClient(getpid());
     ASSERT_GE(c, 0);
     // Named as the child processes' groups are (a user's names carry its uid).
-    const std::string name = vgpu::SchedRegion::TenantGroupName("held-" + std::to_string(g), geteuid());
+    const std::string name =
+        vgpu::SchedRegion::TenantGroupName("held-" + std::to_string(g), geteuid());
     ASSERT_GE(region->JoinGroup(0, c, name, {vgpu::SchedPolicy::kFixed, 20, 1, false}, NowNs()), 0);
   }
   groups_.push_back("late");

@@ -318,7 +318,8 @@ TEST_F(SchedRegionTest, AnExecedImageIsDeadAndItsLeaseIsFreedByTheNextReap) {
   }
   close(pipe_fds[1]);
   int old_image = -1;
-  ASSERT_EQ(read(pipe_fds[0], &old_image, sizeof old_image), static_cast<ssize_t>(sizeof old_image));
+  ASSERT_EQ(read(pipe_fds[0], &old_image, sizeof old_image),
+            static_cast<ssize_t>(sizeof old_image));
   close(pipe_fds[0]);
   ASSERT_EQ(region_->device(0).holder.load(), old_image);
   bool dead = false;
