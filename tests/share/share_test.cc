@@ -194,6 +194,14 @@ class ShareTest : public ::testing::Test {
 
   // A high-priority latency tenant alone, then beside a saturating trainer.
   void HighPriorityBesideATrainer(bool hp_as_nobody);
+  // Tenants capped at 30% and 70%, the second as another user if asked.
+  void CapsThirtyAndSeventy(bool b_as_nobody);
+  // Spawn(..., as_nobody) needs root and setpriv.
+  static bool CanRunAsNobody(std::string* why) {
+    if (geteuid() != 0) *why = "needs root to run a tenant as nobody";
+    else if (access("/usr/bin/setpriv", X_OK) != 0) *why = "no /usr/bin/setpriv (util-linux)";
+    return why->empty();
+  }
 
   std::string node_, region_;
   std::string trace_;  // SchedLine every 250 ms of the last Shares()
@@ -202,9 +210,9 @@ class ShareTest : public ::testing::Test {
   NodeRegion* node_region_ = nullptr;
 };
 
-TEST_F(ShareTest, FixedCapsAreHonoured) {
+void ShareTest::CapsThirtyAndSeventy(bool b_as_nobody) {
   pid_t a = Spawn({"VGPU_COMPUTE_SHARE=30", "VGPU_GROUP=a"}, 6, 1000);
-  pid_t b = Spawn({"VGPU_COMPUTE_SHARE=70", "VGPU_GROUP=b"}, 6, 1000);
+  pid_t b = Spawn({"VGPU_COMPUTE_SHARE=70", "VGPU_GROUP=b"}, 6, 1000, nullptr, false, b_as_nobody);
   WaitUntilAllRun({a, b});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto s = Shares({a, b}, 3.0);
@@ -213,6 +221,8 @@ TEST_F(ShareTest, FixedCapsAreHonoured) {
   EXPECT_GE(s[a], 15) << trace_;
   EXPECT_GE(s[b], 35) << trace_;
 }
+
+TEST_F(ShareTest, FixedCapsAreHonoured) { CapsThirtyAndSeventy(false); }
 
 TEST_F(ShareTest, LoneCappedTenantStaysAtItsCap) {
   pid_t a = Spawn({"VGPU_COMPUTE_SHARE=50", "VGPU_GROUP=a"}, 5, 1000);
@@ -256,26 +266,16 @@ TEST_F(ShareTest, WeightsSplitTheDevice) {
 }
 
 // Two users on the host schedule against each other: one region per node
-// (mode 0666), whatever the uid. With a region per uid each would take half.
+// (mode 0666), whatever the uid. In regions of their own, capped tenants
+// would be charged for waiting behind each other's kernels and fall short,
+// and weighted ones would each take half.
 TEST_F(ShareTest, CapsOfTwoUsersHold) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
-  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
-  pid_t a = Spawn({"VGPU_COMPUTE_SHARE=30", "VGPU_GROUP=a"}, 6, 1000);
-  pid_t b = Spawn({"VGPU_COMPUTE_SHARE=70", "VGPU_GROUP=b"}, 6, 1000, nullptr, false, true);
-  WaitUntilAllRun({a, b});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  auto s = Shares({a, b}, 3.0);
-  // As FixedCapsAreHonoured; two users in regions of their own would each be
-  // charged for waiting behind the other's kernels and fall well short.
-  EXPECT_LE(s[a], 35) << trace_;
-  EXPECT_LE(s[b], 75) << trace_;
-  EXPECT_GE(s[a], 15) << trace_;
-  EXPECT_GE(s[b], 35) << trace_;
+  if (std::string why; !CanRunAsNobody(&why)) GTEST_SKIP() << why;
+  CapsThirtyAndSeventy(true);
 }
 
 TEST_F(ShareTest, TwoUsersSplitTheDeviceByWeight) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
-  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
+  if (std::string why; !CanRunAsNobody(&why)) GTEST_SKIP() << why;
   pid_t a = Spawn({"VGPU_COMPUTE_WEIGHT=1", "VGPU_GROUP=a"}, 8, 1000);
   pid_t b = Spawn({"VGPU_COMPUTE_WEIGHT=3", "VGPU_GROUP=a"}, 8, 1000, nullptr, false, true);
   WaitUntilAllRun({a, b});
@@ -321,8 +321,7 @@ TEST_F(ShareTest, HighPriorityRunsAsIfAlone) { HighPriorityBesideATrainer(false)
 
 // The same with the high-priority tenant another user's (nobody).
 TEST_F(ShareTest, HighPriorityOfAnotherUserRunsAsIfAlone) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a tenant as nobody";
-  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/setpriv (util-linux)";
+  if (std::string why; !CanRunAsNobody(&why)) GTEST_SKIP() << why;
   HighPriorityBesideATrainer(true);
 }
 
