@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
@@ -196,10 +197,18 @@ class ShareTest : public ::testing::Test {
   void HighPriorityBesideATrainer(bool hp_as_nobody);
   // Tenants capped at 30% and 70%, the second as another user if asked.
   void CapsThirtyAndSeventy(bool b_as_nobody);
-  // Spawn(..., as_nobody) needs root and setpriv.
+  // Spawn(..., as_nobody) needs root, setpriv, and a build tree nobody can
+  // read (a checkout under a 0700 directory is not).
   static bool CanRunAsNobody(std::string* why) {
-    if (geteuid() != 0) *why = "needs root to run a tenant as nobody";
-    else if (access("/usr/bin/setpriv", X_OK) != 0) *why = "no /usr/bin/setpriv (util-linux)";
+    if (geteuid() != 0) {
+      *why = "needs root to run a tenant as nobody";
+    } else if (access("/usr/bin/setpriv", X_OK) != 0) {
+      *why = "no /usr/bin/setpriv (util-linux)";
+    } else if (std::system("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups -- "
+                           "/usr/bin/test -x " VGPU_TENANT " -a -r " VGPU_LIBVGPU
+                           " -a -r " VGPU_SIM_DIR "/libcuda.so.1") != 0) {
+      *why = "user nobody cannot read the build tree (a parent directory is private)";
+    }
     return why->empty();
   }
 
