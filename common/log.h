@@ -3,10 +3,10 @@
 // default: libvgpu logs to the file VGPU_LOG_FILE names (or "stderr"); the
 // daemon to stderr (journald). Never called on a hot path.
 //
-// spdlog and fmt are compiled header-only into each binary (FMT_HEADER_ONLY),
-// never linked as shared libraries, and libvgpu's version script keeps all of
-// it local: an application's own spdlog (its registry, its default logger) is
-// never disturbed.
+// spdlog and fmt are compiled from their headers into each binary (once, in
+// log_impl.cc), never linked as shared libraries, and libvgpu's version script
+// keeps all of it local: an application's own spdlog (its registry, its
+// default logger) is never disturbed.
 #pragma once
 
 #include <spdlog/logger.h>

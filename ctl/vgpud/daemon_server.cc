@@ -1,5 +1,6 @@
 #include "ctl/vgpud/daemon_server.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <sys/socket.h>
