@@ -1,9 +1,11 @@
 #include "sim/sim_config.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
 
 #include "common/byte_size.h"
+#include "common/parse.h"
 
 namespace vgpu::sim {
 namespace {
@@ -19,14 +21,11 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return out;
 }
 
+// The simulator's numbers read as everywhere else in vgpu (common/parse.h).
 bool ParseUint(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
+  int64_t v = 0;
+  if (!ParseInteger(s, 0, INT64_MAX, &v)) return false;
+  *out = static_cast<uint64_t>(v);
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "common/config/option_table.h"
+#include "common/parse.h"
 
 namespace vgpu::config_internal {
 namespace {
@@ -154,13 +155,9 @@ bool ParseComputeShareForIndex(int index, const Input& in, Config* cfg, std::str
 }
 
 bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
-  std::string v = Trim(in.text);
-  // Digits only: strtol would also take a sign and leading white space.
-  long w = IsDigits(v) ? std::strtol(v.c_str(), nullptr, 10) : 0;
-  if (w < 1 || w > 1000) {
+  if (!vgpu::ParseComputeWeight(in.text, &cfg->compute_weight)) {
     return Fail(in, "is not a weight: expected an integer from 1 to 1000", error);
   }
-  cfg->compute_weight = static_cast<uint32_t>(w);
   return true;
 }
 

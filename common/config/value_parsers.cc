@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/byte_size.h"
+#include "common/parse.h"
 
 namespace vgpu::config_internal {
 
@@ -61,17 +62,7 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool ParseIndex(const std::string& s, int max, int* out) {
-  if (s.empty() || s.size() > 3 || (s.size() > 1 && s[0] == '0')) return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v > max) return false;
-  *out = v;
-  return true;
-}
+bool ParseIndex(const std::string& s, int max, int* out) { return ParseDeviceIndex(s, max, out); }
 
 bool HasControlChar(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
@@ -82,47 +73,7 @@ bool IsDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
 }
 
-namespace {
-
-bool IsHex(const std::string& s, size_t from, size_t n) {
-  for (size_t i = from; i < from + n; ++i) {
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
-
-// Digits with at most one '.', at least one digit ("30", "12.5"). strtod alone
-// would also take a sign, hex ("0x1e"), exponents ("1e2") and "inf", which
-// nobody writes as a percentage: such a value is a mistake, not a share.
-bool IsPlainDecimal(const std::string& s) {
-  size_t digits = 0;
-  size_t dots = 0;
-  for (char c : s) {
-    if (c >= '0' && c <= '9') {
-      ++digits;
-    } else if (c == '.') {
-      ++dots;
-    } else {
-      return false;
-    }
-  }
-  return digits > 0 && dots <= 1;
-}
-
-}  // namespace
-
-bool ParseUuid(const std::string& s, std::string* out) {
-  if (s.size() != 40 || Lower(s.substr(0, 4)) != "gpu-") return false;
-  static constexpr size_t kGroups[] = {8, 4, 4, 4, 12};
-  size_t pos = 4;
-  for (size_t i = 0; i < 5; ++i) {
-    if (!IsHex(s, pos, kGroups[i])) return false;
-    pos += kGroups[i];
-    if (i < 4 && s[pos++] != '-') return false;
-  }
-  *out = "GPU-" + Lower(s.substr(4));
-  return true;
-}
+bool ParseUuid(const std::string& s, std::string* out) { return ParseGpuUuid(s, out); }
 
 bool ParseLimit(const Input& in, const std::string& item, uint64_t* out, std::string* error) {
   if (!ParseByteSize(item, out)) {
@@ -137,32 +88,39 @@ bool ParseLimit(const Input& in, const std::string& item, uint64_t* out, std::st
   return true;
 }
 
-bool ParseSharePermille(const Input& in, uint32_t* permille, std::string* error) {
-  std::string v = Trim(in.text);
+namespace {
+
+// 0 or at least 100 ("0", "100", "150.5%"): no limit to HAMi-core.
+bool IsHamiNoLimit(const std::string& text) {
+  std::string v = Trim(text);
   if (!v.empty() && v.back() == '%') v.pop_back();
-  double pct = IsPlainDecimal(v) ? std::strtod(v.c_str(), nullptr) : -1;
+  if (v.empty() || std::count(v.begin(), v.end(), '.') > 1 ||
+      !std::all_of(v.begin(), v.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); })) {
+    return false;
+  }
+  double pct = std::strtod(v.c_str(), nullptr);
+  return pct == 0 || pct >= 100;
+}
+
+}  // namespace
+
+bool ParseSharePermille(const Input& in, uint32_t* permille, std::string* error) {
   // HAMi-core reads 0 and anything at or above 100 in its variables
   // (CUDA_DEVICE_SM_LIMIT and CUDA_DEVICE_SM_LIMIT_<i>) as "no limit"; a HAMi
   // deployment moved over keeps its meaning.
-  if (in.source.rfind("CUDA_DEVICE_SM_LIMIT", 0) == 0 && (pct == 0 || pct >= 100)) {
+  if (in.source.rfind("CUDA_DEVICE_SM_LIMIT", 0) == 0 && IsHamiNoLimit(in.text)) {
     *permille = 0;
     return true;
   }
-  if (!(pct > 0 && pct <= 100)) {
+  if (!vgpu::ParseSharePermille(in.text, permille)) {
     return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30",
                 error);
   }
-  *permille = std::max<uint32_t>(1, static_cast<uint32_t>(pct * 10 + 0.5));
   return true;
 }
 
 bool ParseSwitch(const Input& in, bool* out, std::string* error) {
-  std::string v = Lower(Trim(in.text));
-  if (v == "on" || v == "1" || v == "true") {
-    *out = true;
-  } else if (v == "off" || v == "0" || v == "false") {
-    *out = false;
-  } else {
+  if (!vgpu::ParseSwitch(in.text, out)) {
     return Fail(in, "is not a switch: expected on or off", error);
   }
   return true;

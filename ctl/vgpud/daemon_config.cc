@@ -5,24 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/byte_size.h"
+#include "common/parse.h"
 
 namespace vgpu::vgpud {
 namespace {
 
 Status Bad(const std::string& key, const std::string& why) {
   return Status::Error(ErrorCode::kInval, "config key '" + key + "': " + why);
-}
-
-bool ParseBool(const std::string& v, bool* out) {
-  if (v == "on" || v == "true" || v == "1" || v == "yes") {
-    *out = true;
-    return true;
-  }
-  if (v == "off" || v == "false" || v == "0" || v == "no") {
-    *out = false;
-    return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -42,27 +31,6 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"log_level", "--log-level", "off|error|warn|info|debug"},
   };
   return keys;
-}
-
-bool ParseDuration(const std::string& text, int64_t* ms) {
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0 || i > 12) return false;
-  double v = 0;
-  try {
-    v = std::stod(text.substr(0, i));
-  } catch (...) {
-    return false;
-  }
-  const std::string unit = text.substr(i);
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "ms") scale = 1;
-  else if (unit == "m") scale = 60000;
-  else if (unit == "h") scale = 3600000;
-  else return false;
-  *ms = static_cast<int64_t>(v * scale);
-  return true;
 }
 
 Status ApplyConfigValue(const std::string& key, const std::string& value, DaemonConfig* out) {
@@ -89,7 +57,7 @@ Status ApplyConfigValue(const std::string& key, const std::string& value, Daemon
                : Bad(key, "'" + value + "' is not a size (16GiB, 512MiB)");
   }
   if (key == "oversubscribe") {
-    return ParseBool(value, &out->oversubscribe) ? Status::Ok() : Bad(key, "expects on or off");
+    return ParseSwitch(value, &out->oversubscribe) ? Status::Ok() : Bad(key, "expects on or off");
   }
   if (key == "admin_group") {
     out->admin_group = value;

@@ -34,9 +34,6 @@ struct ConfigKey {
 };
 const std::vector<ConfigKey>& ConfigKeys();
 
-// Parses "30s", "500ms", "2m", "1h" or a plain number of seconds.
-bool ParseDuration(const std::string& text, int64_t* ms);
-
 // Reads a JSON object of config keys from `path` into *out (unknown keys and
 // wrong types are refused, naming the key).
 Status LoadConfigFile(const std::string& path, DaemonConfig* out);

@@ -25,21 +25,6 @@ void WriteFile(const std::string& path, const std::string& text) {
   f << text;
 }
 
-TEST(DaemonConfigTest, DurationsParse) {
-  int64_t ms = 0;
-  ASSERT_TRUE(ParseDuration("30s", &ms));
-  EXPECT_EQ(ms, 30000);
-  ASSERT_TRUE(ParseDuration("250ms", &ms));
-  EXPECT_EQ(ms, 250);
-  ASSERT_TRUE(ParseDuration("2m", &ms));
-  EXPECT_EQ(ms, 120000);
-  ASSERT_TRUE(ParseDuration("5", &ms));
-  EXPECT_EQ(ms, 5000);
-  EXPECT_FALSE(ParseDuration("", &ms));
-  EXPECT_FALSE(ParseDuration("5x", &ms));
-  EXPECT_FALSE(ParseDuration("ms", &ms));
-}
-
 TEST(DaemonConfigTest, FileKeysApplyAndBadOnesAreNamed) {
   const std::string path = TempPath("config.json");
   WriteFile(path, R"({"quantum": "10s", "oversubscribe": false, "host_budget": "1GiB"})");
