@@ -5,6 +5,7 @@
 
 #include "common/byte_size.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/quota_ledger.h"
 #include "intercept/compute_share.h"
 #include "intercept/node_devices.h"
@@ -82,7 +83,7 @@ Response CheckSupported(const ctl::SetArgs& a, const std::vector<int>& targets) 
                            "VGPU_DEVICE_MEMORY_LIMIT and VGPU_GROUP), so its device memory is not "
                            "counted; start it with either to change its quota at runtime");
   }
-  if (a.compute_share) {
+  if (a.share_permille) {
     bool any = false;
     for (int v : targets) any = any || PolicyOn(v) != Config::ComputePolicy::kNative;
     if (!any) {
@@ -113,10 +114,9 @@ Response CheckCeilings(const ctl::SetArgs& a, const std::vector<int>& targets) {
                                          : "memory_limit " + FormatByteSize(*a.memory_limit),
                     FormatByteSize(c.memory_limit), c.memory_source);
     }
-    if (a.compute_share && c.share_permille != 0 &&
-        static_cast<uint32_t>(*a.compute_share) * 10 > c.share_permille) {
-      return refuse("compute_share " + std::to_string(*a.compute_share) + "%",
-                    std::to_string(c.share_permille / 10.0) + "%", c.share_source);
+    if (a.share_permille && c.share_permille != 0 && *a.share_permille > c.share_permille) {
+      return refuse("compute_share " + FormatPercent(*a.share_permille),
+                    FormatPercent(c.share_permille), c.share_source);
     }
     if (a.weight && static_cast<uint32_t>(*a.weight) > c.weight) {
       return refuse("weight " + std::to_string(*a.weight), std::to_string(c.weight),
@@ -155,10 +155,8 @@ Response HandleSet(const ctl::Request& req) {
     if (Response r = SetMemoryLimit(*a.memory_limit, targets); !r.ok) return r;
   }
   RuntimeSettings& settings = rt.settings();
-  if (a.compute_share) {
-    for (int v : targets) {
-      settings.set_share_permille(v, static_cast<uint32_t>(*a.compute_share) * 10);
-    }
+  if (a.share_permille) {
+    for (int v : targets) settings.set_share_permille(v, *a.share_permille);
   }
   if (a.weight) settings.set_weight(static_cast<uint32_t>(*a.weight));
   if (a.priority) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/parse.h"
+
 namespace vgpu::ctl {
 namespace {
 
@@ -67,6 +69,18 @@ Status GetInteger(const json& args, const char* key, int64_t min, uint64_t max,
     return Status::Ok();
   }
   return Invalid(key, "expected an integer");
+}
+
+// A share in percent (above 0, at most 100; "12.5" as well as "30") as
+// permille, the unit the scheduler counts in.
+Status GetSharePermille(const json& args, const char* key, std::optional<uint32_t>* out) {
+  if (!Has(args, key)) return Status::Ok();
+  const json& v = args.at(key);
+  if (!v.is_number()) return Invalid(key, "expected a number");
+  double pct = v.get<double>();
+  if (!(pct > 0 && pct <= 100)) return Invalid(key, "out of range");
+  *out = std::max<uint32_t>(1, static_cast<uint32_t>(pct * 10 + 0.5));
+  return Status::Ok();
 }
 
 Status RequireObject(const json& args) {
@@ -160,8 +174,8 @@ Status ParseSetArgs(const json& args, SetArgs* out) {
     s = GetInteger(args, "memory_limit", 0, std::numeric_limits<uint64_t>::max(),
                    &out->memory_limit);
   }
-  if (s.ok()) s = GetInteger(args, "compute_share", 1, 100, &out->compute_share);
-  if (s.ok()) s = GetInteger(args, "weight", 1, 1000, &out->weight);
+  if (s.ok()) s = GetSharePermille(args, "compute_share", &out->share_permille);
+  if (s.ok()) s = GetInteger(args, "weight", 1, kMaxComputeWeight, &out->weight);
   if (s.ok()) s = GetBool(args, "as_tenant", &out->as_tenant);
   if (s.ok() && Has(args, "priority")) {
     std::string p;
@@ -172,7 +186,7 @@ Status ParseSetArgs(const json& args, SetArgs* out) {
     }
     if (s.ok()) out->priority = p;
   }
-  if (s.ok() && !out->memory_limit && !out->compute_share && !out->weight && !out->priority) {
+  if (s.ok() && !out->memory_limit && !out->share_permille && !out->weight && !out->priority) {
     s = Invalid("args", "nothing to set (memory_limit, compute_share, weight or priority)");
   }
   return s;
@@ -210,7 +224,7 @@ json ToJson(const SetArgs& a) {
   json j = json::object();
   if (a.device) j["device"] = *a.device;
   if (a.memory_limit) j["memory_limit"] = *a.memory_limit;
-  if (a.compute_share) j["compute_share"] = *a.compute_share;
+  if (a.share_permille) j["compute_share"] = *a.share_permille / 10.0;
   if (a.weight) j["weight"] = *a.weight;
   if (a.priority) j["priority"] = *a.priority;
   return j;

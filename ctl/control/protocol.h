@@ -78,8 +78,9 @@ struct RestoreArgs {
 struct SetArgs {
   std::optional<int> device;             // visible index; absent: every device
   std::optional<uint64_t> memory_limit;  // bytes; 0 = unlimited
-  std::optional<int> compute_share;      // percent, 1..100
-  std::optional<int> weight;             // 1..1000 (VGPU_COMPUTE_WEIGHT's range)
+  // On the wire "compute_share", in percent: above 0, at most 100 ("12.5").
+  std::optional<uint32_t> share_permille;
+  std::optional<int> weight;             // 1..kMaxComputeWeight (VGPU_COMPUTE_WEIGHT's)
   std::optional<std::string> priority;   // one of kPriorities
   // Set by vgpud (root) when it forwards a request of a job's owner who is not
   // an admin: the admin's ceilings apply as if the owner had asked directly.

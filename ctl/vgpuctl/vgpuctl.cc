@@ -4,13 +4,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/byte_size.h"
 #include "common/config/config.h"
+#include "common/parse.h"
 #include "common/quota_ledger.h"
 #include "ctl/vgpuctl/vgpuctl_cdi.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
@@ -62,28 +68,6 @@ constexpr const char* kUsage =
     "  7 untrusted run directory or agent (not owned by you, writable by others, a symlink,\n"
     "    or the socket is not served by that process)\n";
 
-using ProcessCommand = int (*)(const std::vector<std::string>&);
-
-struct NamedCommand {
-  const char* name;
-  ProcessCommand run;
-};
-
-constexpr NamedCommand kProcessCommands[] = {
-    {"ps", vgpu::ctl::cli::Ps},
-    {"info", vgpu::ctl::cli::Info},
-    {"suspend", vgpu::ctl::cli::Suspend},
-    {"resume", vgpu::ctl::cli::Resume},
-    {"checkpoint", vgpu::ctl::cli::Checkpoint},
-    {"restore", vgpu::ctl::cli::Restore},
-    {"set", vgpu::ctl::cli::Set},
-    {"migrate", vgpu::ctl::cli::Migrate},
-    {"top", vgpu::ctl::cli::Top},
-    {"events", vgpu::ctl::cli::Events},
-    {"drain", [](const std::vector<std::string>& a) { return vgpu::ctl::cli::Drain(a, true); }},
-    {"undrain", [](const std::vector<std::string>& a) { return vgpu::ctl::cli::Drain(a, false); }},
-};
-
 // Exit codes scripts can rely on (the full list is in vgpuctl_cli.h).
 constexpr int kOk = vgpu::ctl::cli::kExitOk;
 constexpr int kUsageError = vgpu::ctl::cli::kExitUsage;
@@ -92,18 +76,14 @@ constexpr int kNotFound = vgpu::ctl::cli::kExitNotFound;
 // `vgpuctl config`: each option's value in force in this environment (the
 // admin's files, VGPU_CONFIG or the container file, the environment) and where
 // it came from; `--options`: the option table (defaults, HAMi aliases, meaning).
-int Config(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "--options") {
+int Config(bool table) {
+  if (table) {
     std::printf("%-26s %-34s %-20s %s\n", "VARIABLE", "ALIASES", "DEFAULT", "MEANING");
     for (const vgpu::OptionInfo& o : vgpu::Options()) {
       std::printf("%-26s %-34s %-20s %s\n", o.env, o.aliases[0] ? o.aliases : "-", o.default_text,
                   o.doc);
     }
     return kOk;
-  }
-  if (!args.empty()) {
-    std::fprintf(stderr, "vgpuctl: config takes no argument but --options\n");
-    return kUsageError;
   }
   vgpu::Config c;
   std::string error;
@@ -150,28 +130,315 @@ int Quota(const std::string& group) {
   return kOk;
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------
+// The command line: one CLI11 subcommand per command, each filling its own
+// option struct (vgpuctl_cli.h) through the value parsers of common/parse.h,
+// so that a share, a size or a duration reads as it does in VGPU_* variables.
 
-int main(int argc, char** argv) {
+using namespace vgpu::ctl::cli;
+
+[[noreturn]] void Invalid(const std::string& flag, const std::string& what) {
+  throw CLI::ValidationError(flag, what);
+}
+
+// A path argument (never empty: Run refuses empty values), made absolute: the
+// agent's working directory is not ours.
+void AddPath(CLI::App* c, const std::string& flag, std::string* out, const std::string& help,
+             bool absolute = true) {
+  c->add_option_function<std::string>(
+      flag, [out, absolute](const std::string& v) { *out = absolute ? AbsolutePath(v) : v; }, help);
+}
+
+void AddCommon(CLI::App* c, CommonOptions* o) {
+  c->add_flag("--json", o->json, "machine-readable output on stdout");
+  c->add_flag("-q,--quiet", o->quiet, "no progress display");
+  AddPath(c, "--run-dir", &o->run_dir, "where agent sockets live", /*absolute=*/false);
+  c->add_option_function<std::string>(
+      "--timeout",
+      [o](const std::string& v) {
+        int64_t sec = 0;
+        if (!vgpu::ParseInteger(v, 1, 86400, &sec))
+          Invalid("--timeout", "wants seconds (1..86400)");
+        o->timeout_ms = static_cast<int>(sec * 1000);
+      },
+      "longest silence tolerated from the agent, in seconds");
+}
+
+void AddPid(CLI::App* c, PidCommand* o) {
+  c->add_option_function<std::string>(
+       "PID",
+       [o](const std::string& v) {
+         int64_t pid = 0;
+         if (!vgpu::ParseInteger(v, 1, 0x3fffffff, &pid)) Invalid("PID", "not a process id: " + v);
+         o->pid = static_cast<pid_t>(pid);
+       },
+       "process id")
+      ->required();
+  AddCommon(c, o);
+}
+
+// A node device index, as --device takes it.
+std::function<void(const std::string&)> DeviceInto(std::optional<int>* out) {
+  return [out](const std::string& v) {
+    int64_t d = 0;
+    if (!vgpu::ParseInteger(v, 0, 1023, &d)) Invalid("--device", "wants a device index");
+    *out = static_cast<int>(d);
+  };
+}
+
+// The commands' option structs, filled by the parser, read by the callbacks.
+struct Commands {
+  CommonOptions ps, events;
+  InfoCommand info;
+  PidCommand suspend, resume;
+  CheckpointCommand checkpoint;
+  RestoreCommand restore;
+  SetCommand set;
+  MigrateCommand migrate;
+  TopCommand top;
+  DrainCommand drain, undrain;
+  CdiGenerateCommand cdi_generate;
+  std::vector<std::string> cdi_list;
+  bool config_table = false;
+  std::string quota_group;
+  int exit_code = 0;  // the command's, once it ran
+};
+
+void AddSet(CLI::App* app, SetCommand* o) {
+  CLI::App* c = app->add_subcommand("set", "change a process's (or a quota group's) limits");
+  c->add_option_function<std::string>(
+      "PID",
+      [o](const std::string& v) {
+        int64_t pid = 0;
+        if (!vgpu::ParseInteger(v, 1, 0x3fffffff, &pid)) Invalid("PID", "not a process id: " + v);
+        o->pid = static_cast<pid_t>(pid);
+      },
+      "process id (or --group)");
+  AddCommon(c, o);
+  c->add_option_function<std::string>(
+      "--group",
+      [o](const std::string& v) {
+        if (v.empty()) Invalid("--group", "wants a quota group name");
+        o->group = v;
+      },
+      "every process of quota group G");
+  c->add_option_function<std::string>(
+      "--memory-limit",
+      [o](const std::string& v) {
+        uint64_t bytes = 0;
+        if (!vgpu::ParseByteSize(v, &bytes))
+          Invalid("--memory-limit", "wants a size (8GiB); 0: unlimited");
+        o->args.memory_limit = bytes;
+      },
+      "SIZE, e.g. 8GiB; 0: unlimited");
+  c->add_option_function<std::string>(
+      "--compute-share",
+      [o](const std::string& v) {
+        uint32_t permille = 0;
+        if (!vgpu::ParseSharePermille(v, &permille)) {
+          Invalid("--compute-share", "wants a percentage above 0 and at most 100 (30, 12.5, 30%)");
+        }
+        o->args.share_permille = permille;
+      },
+      "PCT, e.g. 30, 12.5 or 30%");
+  c->add_option_function<std::string>(
+      "--weight",
+      [o](const std::string& v) {
+        uint32_t w = 0;
+        if (!vgpu::ParseComputeWeight(v, &w)) Invalid("--weight", "wants 1..1000");
+        o->args.weight = static_cast<int>(w);
+      },
+      "compute weight 1..1000");
+  c->add_option_function<std::string>(
+      "--priority",
+      [o](const std::string& v) {
+        if (std::find(std::begin(vgpu::ctl::kPriorities), std::end(vgpu::ctl::kPriorities), v) ==
+            std::end(vgpu::ctl::kPriorities)) {
+          Invalid("--priority", "wants high, normal or low");
+        }
+        o->args.priority = v;
+      },
+      "high, normal or low");
+  c->add_option_function<std::string>("--device", DeviceInto(&o->args.device),
+                                      "one device only (its index)");
+  c->parse_complete_callback([o] {
+    if (o->pid.has_value() == !o->group.empty()) {
+      throw CLI::ValidationError("set", "wants a PID or --group G");
+    }
+    const vgpu::ctl::SetArgs& a = o->args;
+    if (!a.memory_limit && !a.share_permille && !a.weight && !a.priority) {
+      throw CLI::ValidationError("set",
+                                 "needs --memory-limit, --compute-share, --weight or --priority");
+    }
+  });
+}
+
+void AddCdi(CLI::App* app, Commands* cmds) {
+  CLI::App* cdi = app->add_subcommand("cdi", "the node's CDI spec (docs/containers.md)");
+  cdi->require_subcommand(1);
+  CLI::App* g = cdi->add_subcommand("generate", "write the node's CDI spec");
+  vgpu::cdi::HostOptions* h = &cmds->cdi_generate.host;
+  AddPath(g, "--output", &cmds->cdi_generate.output, "FILE (default: stdout)");
+  AddPath(g, "--libvgpu", &h->libvgpu, "libvgpu.so to inject");
+  AddPath(g, "--driver-dir", &h->driver_dir, "directory of the driver's libraries");
+  AddPath(g, "--run-dir", &h->run_dir, "where agent sockets live");
+  AddPath(g, "--dev-dir", &h->dev_dir, "directory of the GPU device nodes");
+  AddPath(g, "--node-config", &h->node_config, "the admin's limits file to mount read-only");
+  g->add_option_function<std::vector<std::string>>(
+       "--node-file",
+       [h](const std::vector<std::string>& files) {
+         for (const std::string& f : files) h->node_files.push_back(AbsolutePath(f));
+       },
+       "a node-wide file to mount into containers (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  g->add_option_function<std::string>(
+      "--gpus",
+      [h](const std::string& v) {
+        int64_t n = 0;
+        if (!vgpu::ParseInteger(v, 1, kMaxCdiGpus, &n)) {
+          Invalid("--gpus", "wants a count 1.." + std::to_string(kMaxCdiGpus));
+        }
+        h->gpus = static_cast<int>(n);
+      },
+      "how many GPUs (default: those NVML lists)");
+  g->callback([cmds] { cmds->exit_code = CdiGenerate(cmds->cdi_generate); });
+  CLI::App* l = cdi->add_subcommand("list", "list the vgpu.io/gpu devices of CDI specs");
+  l->add_option("PATH", cmds->cdi_list,
+                "spec files or directories (default: /etc/cdi, /var/run/cdi)");
+  l->callback([cmds] { cmds->exit_code = CdiList(cmds->cdi_list); });
+}
+
+// Each command's callback runs it once its options are parsed and checked.
+template <typename Fn>
+void Runs(CLI::App* c, Commands* m, Fn fn) {
+  c->callback([m, fn] { m->exit_code = fn(); });
+}
+
+void AddCommands(CLI::App* app, Commands* m) {
+  CLI::App* c = app->add_subcommand("version", "print the version");
+  Runs(c, m, [] { return std::printf("vgpuctl %s\n", VGPU_VERSION) < 0 ? 1 : kOk; });
+  c = app->add_subcommand("config", "each option in force here and its source");
+  c->add_flag("--options", m->config_table, "the option table");
+  Runs(c, m, [m] { return Config(m->config_table); });
+  c = app->add_subcommand("quota", "a quota group's limits and usage per device");
+  c->add_option("GROUP", m->quota_group, "quota group")->required();
+  Runs(c, m, [m] { return Quota(m->quota_group); });
+  c = app->add_subcommand("ps", "list interposed processes");
+  AddCommon(c, &m->ps);
+  Runs(c, m, [m] { return Ps(m->ps); });
+  c = app->add_subcommand("top", "vgpud's live view");
+  AddCommon(c, &m->top);
+  c->add_flag("--once", m->top.once, "one frame, no screen clearing");
+  Runs(c, m, [m] { return Top(m->top); });
+  c = app->add_subcommand("events", "vgpud's recent decisions");
+  AddCommon(c, &m->events);
+  Runs(c, m, [m] { return Events(m->events); });
+  for (bool on : {true, false}) {
+    DrainCommand* d = on ? &m->drain : &m->undrain;
+    c = app->add_subcommand(on ? "drain" : "undrain",
+                            on ? "move every job off DEVICE" : "open DEVICE again");
+    c->add_option("DEVICE", d->device, "index or UUID")->required();
+    AddCommon(c, d);
+    Runs(c, m, [d, on] { return Drain(*d, on); });
+  }
+  c = app->add_subcommand("info", "one process in detail");
+  AddPid(c, &m->info);
+  c->add_flag("--allocations", m->info.allocations, "the call sites holding device memory");
+  Runs(c, m, [m] { return Info(m->info); });
+  c = app->add_subcommand("suspend", "move its device memory to host RAM, pause its CUDA calls");
+  AddPid(c, &m->suspend);
+  Runs(c, m, [m] { return Suspend(m->suspend); });
+  c = app->add_subcommand("resume", "bring its device memory back and let it run");
+  AddPid(c, &m->resume);
+  Runs(c, m, [m] { return Resume(m->resume); });
+  c = app->add_subcommand("checkpoint", "write its device memory to an image");
+  AddPid(c, &m->checkpoint);
+  AddPath(c, "--dir", &m->checkpoint.dir, "DIR of the image");
+  c->add_flag("--leave-running", m->checkpoint.leave_running, "resume it after the image");
+  Runs(c, m, [m] { return Checkpoint(m->checkpoint); });
+  c = app->add_subcommand("restore", "load its device memory from its image");
+  AddPid(c, &m->restore);
+  AddPath(c, "--from", &m->restore.from, "DIR or IMAGE");
+  c->add_option_function<std::string>("--device", DeviceInto(&m->restore.device), "onto GPU N");
+  Runs(c, m, [m] { return Restore(m->restore); });
+  c = app->add_subcommand("migrate", "move a running job to another GPU");
+  AddPid(c, &m->migrate);
+  c->add_option("--to", m->migrate.to, "DEVICE (index or UUID)");
+  c->add_option("--map", m->migrate.map, "OLD:NEW[,OLD:NEW...]");
+  Runs(c, m, [m] { return Migrate(m->migrate); });
+  AddSet(app, &m->set);
+  Runs(app->get_subcommand("set"), m, [m] { return Set(m->set); });
+  AddCdi(app, m);
+}
+
+bool IsCommand(const CLI::App& app, const std::string& name) {
+  try {
+    return app.get_subcommand(name) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
+// The option given an empty value ("--dir=", "--dir ''"), if any. A script's
+// unset variable must not mean "the default" (CLI11 would read "--dir=" as
+// "--dir" missing its value, with a message that hides the cause).
+std::string EmptyValue(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a.starts_with("--") && a.ends_with("=")) return std::string(a.substr(0, a.size() - 1));
+    if (a.empty()) return i > 2 && argv[i - 1][0] == '-' ? argv[i - 1] : "an argument";
+  }
+  return "";
+}
+
+int Run(int argc, char** argv) {
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return kUsageError;
   }
-  std::string cmd = argv[1];
-  if (cmd == "version" || cmd == "--version") {
-    std::printf("vgpuctl %s\n", VGPU_VERSION);
-    return kOk;
-  }
-  if (cmd == "config") return Config(std::vector<std::string>(argv + 2, argv + argc));
-  if (cmd == "quota" && argc == 3) return Quota(argv[2]);
-  if (cmd == "cdi") return vgpu::ctl::cli::Cdi(std::vector<std::string>(argv + 2, argv + argc));
-  for (const NamedCommand& c : kProcessCommands) {
-    if (cmd == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
-  }
-  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+  const std::string first = argv[1];
+  if (first == "help" || first == "--help" || first == "-h") {
     std::fputs(kUsage, stdout);
     return kOk;
   }
-  std::fprintf(stderr, "vgpuctl: unknown command or arguments: %s\n%s", cmd.c_str(), kUsage);
-  return kUsageError;
+  if (first == "--version") {
+    std::printf("vgpuctl %s\n", VGPU_VERSION);
+    return kOk;
+  }
+  CLI::App app{"vgpuctl: the vgpu command-line tool (vgpuctl help: every command)", "vgpuctl"};
+  app.require_subcommand(1);
+  // A repeated option: the last one counts, as in most tools (and before CLI11).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  Commands commands;
+  AddCommands(&app, &commands);
+  if (!IsCommand(app, first)) {
+    std::fprintf(stderr, "vgpuctl: unknown command: %s\n%s", first.c_str(), kUsage);
+    return kUsageError;
+  }
+  if (std::string empty = EmptyValue(argc, argv); !empty.empty()) {
+    std::fprintf(stderr, "vgpuctl: %s wants a value, not an empty string\n", empty.c_str());
+    return kUsageError;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "vgpuctl: %s (see vgpuctl help)\n", e.what());
+    return kUsageError;
+  }
+  return commands.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // nlohmann::json and the standard library throw on what the checks did not
+  // foresee; none escapes as an abort.
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vgpuctl: internal error: %s\n", e.what());
+    return vgpu::ctl::cli::kExitFailed;
+  }
 }

@@ -12,76 +12,6 @@
 namespace vgpu::ctl::cli {
 namespace {
 
-bool ParseInt(const std::string& s, int min, int max, int* out) {
-  try {
-    size_t used = 0;
-    long v = std::stol(s, &used);
-    if (used != s.size() || v < min || v > max) return false;
-    *out = static_cast<int>(v);
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-bool NeedsValue(const std::string& name) {
-  return name == "--run-dir" || name == "--timeout" || name == "--dir" || name == "--from" ||
-         name == "--memory-limit" || name == "--compute-share" || name == "--device" ||
-         name == "--weight" || name == "--priority" || name == "--group" || name == "--to" ||
-         name == "--map";
-}
-
-// Stores one option's value; false with *error set if it is invalid.
-bool Apply(const std::string& name, const std::string& value, Options* o, std::string* error) {
-  int n = 0;
-  // An empty path (a script's unset variable) must not mean "the default".
-  if ((name == "--run-dir" || name == "--dir" || name == "--from") && value.empty()) {
-    return *error = name + " wants a directory, not an empty string", false;
-  }
-  if (name == "--json") o->json = true;
-  if (name == "--quiet" || name == "-q") o->quiet = true;
-  if (name == "--leave-running") o->leave_running = true;
-  if (name == "--allocations") o->allocations = true;
-  if (name == "--once") o->once = true;
-  if (name == "--run-dir") o->run_dir = value;
-  if (name == "--dir") o->dir = AbsolutePath(value);
-  if (name == "--from") o->from = AbsolutePath(value);
-  if (name == "--to") o->to = value;
-  if (name == "--map") o->map = value;
-  if (name == "--timeout") {
-    if (!ParseInt(value, 1, 86400, &n)) return *error = "--timeout wants seconds (1..86400)", false;
-    o->timeout_ms = n * 1000;
-  }
-  if (name == "--memory-limit") {
-    uint64_t bytes = 0;
-    if (!ParseByteSize(value, &bytes)) return *error = "--memory-limit wants a size (8GiB)", false;
-    o->memory_limit = bytes;
-  }
-  if (name == "--compute-share") {
-    if (!ParseInt(value, 1, 100, &n)) return *error = "--compute-share wants 1..100", false;
-    o->compute_share = n;
-  }
-  if (name == "--weight") {
-    if (!ParseInt(value, 1, 1000, &n)) return *error = "--weight wants 1..1000", false;
-    o->weight = n;
-  }
-  if (name == "--priority") {
-    if (std::find(std::begin(kPriorities), std::end(kPriorities), value) == std::end(kPriorities)) {
-      return *error = "--priority wants high, normal or low", false;
-    }
-    o->priority = value;
-  }
-  if (name == "--group") {
-    if (value.empty()) return *error = "--group wants a quota group name", false;
-    o->group = value;
-  }
-  if (name == "--device") {
-    if (!ParseInt(value, 0, 1023, &n)) return *error = "--device wants an index", false;
-    o->device = n;
-  }
-  return true;
-}
-
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -89,37 +19,6 @@ int64_t NowMs() {
 }
 
 }  // namespace
-
-bool ParseOptions(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
-                  Options* out, std::string* error) {
-  static const std::vector<std::string> kCommon = {"--json", "--quiet", "-q", "--run-dir",
-                                                   "--timeout"};
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg.size() < 2 || arg[0] != '-') {
-      out->positional.push_back(arg);
-      continue;
-    }
-    std::string name = arg, value;
-    bool inline_value = false;
-    if (size_t eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inline_value = true;
-    }
-    bool known = std::find(kCommon.begin(), kCommon.end(), name) != kCommon.end() ||
-                 std::find(allowed.begin(), allowed.end(), name) != allowed.end();
-    if (!known) return *error = "unknown option " + name, false;
-    if (NeedsValue(name) && !inline_value) {
-      if (i + 1 >= args.size()) return *error = name + " needs a value", false;
-      value = args[++i];
-    } else if (!NeedsValue(name) && inline_value) {
-      return *error = name + " takes no value", false;
-    }
-    if (!Apply(name, value, out, error)) return false;
-  }
-  return true;
-}
 
 std::string AbsolutePath(const std::string& path) {
   std::error_code ec;
@@ -150,7 +49,7 @@ int ExitCodeFor(ErrorCode code, bool from_agent) {
   }
 }
 
-int ReportFailure(const Options& o, int64_t pid, const Status& status, bool from_agent) {
+int ReportFailure(const CommonOptions& o, int64_t pid, const Status& status, bool from_agent) {
   if (o.json) {
     nlohmann::json j = {{"pid", pid},
                         {"ok", false},

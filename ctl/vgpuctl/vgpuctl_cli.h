@@ -1,5 +1,8 @@
-// Shared pieces of vgpuctl: exit codes, option parsing, output helpers.
+// Shared pieces of vgpuctl: exit codes, the commands' option structs, output
+// helpers.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -20,34 +23,46 @@ inline constexpr int kExitBusy = 5;        // wrong state or another operation i
 inline constexpr int kExitComm = 6;        // timeout or protocol error talking to the agent
 inline constexpr int kExitUntrusted = 7;   // unsafe run directory, or an impostor on the socket
 
-// Options of the process-control commands. Which ones a command accepts is
-// checked by ParseOptions.
-struct Options {
+// The options every command that talks to an agent or to vgpud accepts.
+// Each command's own options are a struct derived from it; vgpuctl.cc declares
+// them to CLI11 with the value parsers of common/parse.h.
+struct CommonOptions {
   bool json = false;
-  bool quiet = false;   // no progress display
+  bool quiet = false;   // -q: no progress display
   std::string run_dir;  // --run-dir: where agent sockets live
   std::optional<int> timeout_ms;
-  std::string dir;                       // checkpoint --dir
-  bool leave_running = false;            // checkpoint --leave-running
-  bool allocations = false;              // info --allocations
-  bool once = false;                     // top --once: one frame, no screen clearing
-  std::string from;                      // restore --from
-  std::optional<uint64_t> memory_limit;  // set --memory-limit
-  std::optional<int> compute_share;      // set --compute-share
-  std::optional<int> device;             // set --device
-  std::optional<int> weight;             // set --weight
-  std::optional<std::string> priority;   // set --priority
-  std::string group;                     // set --group: every process of a quota group
-  std::string to;                        // migrate --to DEVICE
-  std::string map;                       // migrate --map OLD:NEW,...
-  std::vector<std::string> positional;
 };
 
-// Parses args[first..] into *out. `allowed` lists the command's own options
-// ("--dir", "--leave-running", ...); --json, --quiet/-q, --run-dir and
-// --timeout are always accepted. Returns false with a message on error.
-bool ParseOptions(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
-                  Options* out, std::string* error);
+struct PidCommand : CommonOptions {
+  pid_t pid = 0;
+};
+struct InfoCommand : PidCommand {
+  bool allocations = false;
+};
+struct CheckpointCommand : PidCommand {
+  std::string dir;  // absolute; empty: the agent's default
+  bool leave_running = false;
+};
+struct RestoreCommand : PidCommand {
+  std::string from;           // absolute; empty: the agent's most recent image
+  std::optional<int> device;  // onto GPU N (node index)
+};
+struct MigrateCommand : PidCommand {
+  std::string to;   // DEVICE (index or UUID)
+  std::string map;  // OLD:NEW,...
+};
+// set: a PID or --group G, and what to change.
+struct SetCommand : CommonOptions {
+  std::optional<pid_t> pid;
+  std::string group;
+  SetArgs args;
+};
+struct TopCommand : CommonOptions {
+  bool once = false;  // one frame, no screen clearing
+};
+struct DrainCommand : CommonOptions {
+  std::string device;  // index or UUID
+};
 
 // Turns a path given on the command line into an absolute one: the agent's
 // working directory is not ours.
@@ -58,7 +73,7 @@ int ExitCodeFor(ErrorCode code, bool from_agent);
 
 // Prints an error to stderr (or, with --json, a JSON object to stdout) and
 // returns the matching exit code.
-int ReportFailure(const Options& o, int64_t pid, const Status& status, bool from_agent);
+int ReportFailure(const CommonOptions& o, int64_t pid, const Status& status, bool from_agent);
 
 // Shows progress on stderr: a redrawn bar when stderr is a terminal, else a
 // plain line every 10% (or every 2 s).

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 constexpr int kDaemonTimeoutMs = 5000;
 
-Status AskDaemon(const Options& o, const std::string& cmd, json args, Response* r) {
+Status AskDaemon(const CommonOptions& o, const std::string& cmd, json args, Response* r) {
   Request req;
   req.cmd = cmd;
   req.args = std::move(args);
@@ -98,7 +98,7 @@ void PrintDevices(const json& result) {
 
 }  // namespace
 
-bool DaemonPs(const Options& o, int* rc) {
+bool DaemonPs(const CommonOptions& o, int* rc) {
   Response r;
   Status s = AskDaemon(o, "ps", json::object(), &r);
   if (s.code == ErrorCode::kNoEnt) return false;  // no vgpud: ask the agents
@@ -115,13 +115,7 @@ bool DaemonPs(const Options& o, int* rc) {
   return true;
 }
 
-int Top(const std::vector<std::string>& args) {
-  Options o;
-  std::string error;
-  if (!ParseOptions(args, {"--once"}, &o, &error)) {
-    std::fprintf(stderr, "vgpuctl top: %s\n", error.c_str());
-    return kExitUsage;
-  }
+int Top(const TopCommand& o) {
   const bool tty = isatty(STDOUT_FILENO) != 0;
   for (;;) {
     Response r;
@@ -142,13 +136,7 @@ int Top(const std::vector<std::string>& args) {
   }
 }
 
-int Events(const std::vector<std::string>& args) {
-  Options o;
-  std::string error;
-  if (!ParseOptions(args, {}, &o, &error)) {
-    std::fprintf(stderr, "vgpuctl events: %s\n", error.c_str());
-    return kExitUsage;
-  }
+int Events(const CommonOptions& o) {
   Response r;
   if (Status s = AskDaemon(o, "events", {{"n", 100}}, &r); !s.ok()) {
     return ReportFailure(o, 0, Status::Error(s.code, "vgpud: " + s.message), false);
@@ -173,19 +161,12 @@ int Events(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Drain(const std::vector<std::string>& args, bool on) {
-  Options o;
-  std::string error;
-  if (!ParseOptions(args, {}, &o, &error) || o.positional.size() != 1) {
-    std::fprintf(stderr, "vgpuctl %s: %s\n", on ? "drain" : "undrain",
-                 error.empty() ? "expected one device (index or UUID)" : error.c_str());
-    return kExitUsage;
-  }
+int Drain(const DrainCommand& o, bool on) {
   Response r;
-  Options wait = o;
+  CommonOptions wait = o;
   // A drain moves every job off the device: give it the time the moves take.
   if (!wait.timeout_ms) wait.timeout_ms = 600000;
-  if (Status s = AskDaemon(wait, on ? "drain" : "undrain", {{"device", o.positional[0]}}, &r); !s.ok()) {
+  if (Status s = AskDaemon(wait, on ? "drain" : "undrain", {{"device", o.device}}, &r); !s.ok()) {
     return ReportFailure(o, 0, Status::Error(s.code, "vgpud: " + s.message), false);
   }
   if (o.json) {

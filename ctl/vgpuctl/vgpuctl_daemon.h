@@ -12,10 +12,10 @@ namespace vgpu::ctl::cli {
 
 // ps through vgpud: true (with *rc set) when vgpud answered; false when none
 // runs, and ps asks the agents itself.
-bool DaemonPs(const Options& o, int* rc);
-int Top(const std::vector<std::string>& args);
-int Events(const std::vector<std::string>& args);
+bool DaemonPs(const CommonOptions& o, int* rc);
+int Top(const TopCommand& o);
+int Events(const CommonOptions& o);
 // vgpuctl drain|undrain DEVICE (through vgpud).
-int Drain(const std::vector<std::string>& args, bool on);
+int Drain(const DrainCommand& o, bool on);
 
 }  // namespace vgpu::ctl::cli

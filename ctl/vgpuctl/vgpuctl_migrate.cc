@@ -30,8 +30,9 @@ bool Resolve(const std::vector<driver::GpuMemory>& gpus, const std::string& name
   return false;
 }
 
-bool ParsePairs(const Options& o, const InfoResult& info, const std::vector<driver::GpuMemory>& gpus,
-                std::vector<migrate::GpuPair>* out, std::string* error) {
+bool ParsePairs(const MigrateCommand& o, const InfoResult& info,
+                const std::vector<driver::GpuMemory>& gpus, std::vector<migrate::GpuPair>* out,
+                std::string* error) {
   std::vector<std::pair<std::string, std::string>> names;
   if (!o.to.empty()) {
     // The GPU the job holds memory on (it may see more).
@@ -66,7 +67,7 @@ bool ParsePairs(const Options& o, const InfoResult& info, const std::vector<driv
 }
 
 // The job's agent's "info"; an exit code (reported) if it cannot be had.
-int AskInfo(pid_t pid, const Options& o, Response* r, InfoResult* info) {
+int AskInfo(pid_t pid, const CommonOptions& o, Response* r, InfoResult* info) {
   Request req;
   req.id = 1;
   req.cmd = "info";
@@ -85,7 +86,7 @@ void PrintMoved(pid_t pid, const std::vector<migrate::GpuPair>& pairs, double st
   }
 }
 
-int Report(const Options& o, pid_t pid, const migrate::Outcome& m) {
+int Report(const CommonOptions& o, pid_t pid, const migrate::Outcome& m) {
   if (m.stranded) {
     std::fprintf(stderr,
                  "vgpuctl: migrate: %s; the job could not be restored where it was either. It is "
@@ -104,7 +105,7 @@ int Report(const Options& o, pid_t pid, const migrate::Outcome& m) {
 
 }  // namespace
 
-int MoveBeforeRestore(pid_t pid, int device, const Options& o) {
+int MoveBeforeRestore(pid_t pid, int device, const CommonOptions& o) {
   Response r;
   InfoResult info;
   if (int rc = AskInfo(pid, o, &r, &info); rc != kExitOk) return rc;
@@ -136,12 +137,8 @@ int MoveBeforeRestore(pid_t pid, int device, const Options& o) {
   return kExitOk;
 }
 
-int Migrate(const std::vector<std::string>& args) {
-  Options o;
-  pid_t pid = 0;
-  int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--to", "--map"}, 1, &o, &rc)) return rc;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+int Migrate(const MigrateCommand& o) {
+  const pid_t pid = o.pid;
   Response r;
   InfoResult info;
   if (int rc = AskInfo(pid, o, &r, &info); rc != kExitOk) return rc;

@@ -23,42 +23,15 @@ constexpr int kOperationTimeoutMs = 120000;  // silence tolerated during long op
 
 }  // namespace
 
-bool ParseOrUsage(const std::vector<std::string>& args, const std::vector<std::string>& allowed,
-                  size_t positional, Options* o, int* exit_code) {
-  std::string error;
-  if (!ParseOptions(args, allowed, o, &error)) {
-    std::fprintf(stderr, "vgpuctl: %s (see vgpuctl help)\n", error.c_str());
-    *exit_code = kExitUsage;
-    return false;
-  }
-  if (o->positional.size() != positional) {
-    std::fprintf(stderr, "vgpuctl: expected %zu argument(s) (see vgpuctl help)\n", positional);
-    *exit_code = kExitUsage;
-    return false;
-  }
-  return true;
-}
-
-bool ParsePid(const std::string& s, pid_t* pid) {
-  char* end = nullptr;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v <= 0 || v > 0x3fffffff) {
-    std::fprintf(stderr, "vgpuctl: not a process id: %s\n", s.c_str());
-    return false;
-  }
-  *pid = static_cast<pid_t>(v);
-  return true;
-}
-
 namespace {
 
-ClientOptions ClientOpts(const Options& o, int default_timeout_ms) {
+ClientOptions ClientOpts(const CommonOptions& o, int default_timeout_ms) {
   return {o.run_dir, o.timeout_ms.value_or(default_timeout_ms)};
 }
 
 // Sends one request; on any failure reports it and returns false with the
 // exit code in *exit_code.
-bool Send(pid_t pid, const std::string& cmd, json args, const Options& o, int timeout_ms,
+bool Send(pid_t pid, const std::string& cmd, json args, const CommonOptions& o, int timeout_ms,
           const std::string& verb, Response* response, int* exit_code) {
   Request req;
   req.id = 1;
@@ -173,12 +146,9 @@ std::string StateOf(const json& result, const char* fallback) {
 }
 
 // suspend / resume: no arguments, a state change.
-int StateChange(const std::vector<std::string>& args, const char* cmd, const char* done) {
-  Options o;
-  pid_t pid = 0;
+int StateChange(const PidCommand& o, const char* cmd, const char* done) {
+  const pid_t pid = o.pid;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {}, 1, &o, &rc)) return rc;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   Response r;
   if (!Send(pid, cmd, json::object(), o, kOperationTimeoutMs, cmd, &r, &rc)) return rc;
   if (o.json) {
@@ -191,7 +161,7 @@ int StateChange(const std::vector<std::string>& args, const char* cmd, const cha
 
 // The pids of the agents in the run directory whose process is in quota
 // group `group` (their info says so); unreachable agents are skipped.
-std::vector<pid_t> GroupMembers(const Options& o, const std::string& group) {
+std::vector<pid_t> GroupMembers(const CommonOptions& o, const std::string& group) {
   std::vector<pid_t> pids;
   for (const AgentEntry& a : ListAgents(o.run_dir)) {
     Request req;
@@ -211,7 +181,7 @@ std::vector<pid_t> GroupMembers(const Options& o, const std::string& group) {
 // the group's (the first member changes them for all; the others' requests
 // find them changed), and each member also keeps the compute settings for the
 // devices it joins later, which is why every member is told.
-int SetGroup(const Options& o, const SetArgs& a) {
+int SetGroup(const SetCommand& o, const SetArgs& a) {
   if (Status st = CheckAgentDir(o.run_dir.empty() ? RunDir() : o.run_dir);
       st.code == ErrorCode::kUntrusted) {
     return ReportFailure(o, 0, st, /*from_agent=*/false);
@@ -238,10 +208,8 @@ int SetGroup(const Options& o, const SetArgs& a) {
 
 }  // namespace
 
-int Ps(const std::vector<std::string>& args) {
-  Options o;
+int Ps(const CommonOptions& o) {
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {}, 0, &o, &rc)) return rc;
   if (DaemonPs(o, &rc)) return rc;
   json all = json::array();
   if (Status st = CheckAgentDir(o.run_dir.empty() ? RunDir() : o.run_dir);
@@ -276,12 +244,9 @@ int Ps(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Info(const std::vector<std::string>& args) {
-  Options o;
-  pid_t pid = 0;
+int Info(const InfoCommand& o) {
+  const pid_t pid = o.pid;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--allocations"}, 1, &o, &rc)) return rc;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   Response r;
   if (!Send(pid, "info", json::object(), o, kQueryTimeoutMs, "info", &r, &rc)) return rc;
   InfoResult info;
@@ -315,18 +280,13 @@ int Info(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Suspend(const std::vector<std::string>& args) {
-  return StateChange(args, "suspend", "suspended");
-}
+int Suspend(const PidCommand& o) { return StateChange(o, "suspend", "suspended"); }
 
-int Resume(const std::vector<std::string>& args) { return StateChange(args, "resume", "resumed"); }
+int Resume(const PidCommand& o) { return StateChange(o, "resume", "resumed"); }
 
-int Checkpoint(const std::vector<std::string>& args) {
-  Options o;
-  pid_t pid = 0;
+int Checkpoint(const CheckpointCommand& o) {
+  const pid_t pid = o.pid;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--dir", "--leave-running"}, 1, &o, &rc)) return rc;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   CheckpointArgs a{o.dir, o.leave_running};
   Response r;
   if (!Send(pid, "checkpoint", ToJson(a), o, kOperationTimeoutMs, "checkpoint", &r, &rc)) {
@@ -344,12 +304,9 @@ int Checkpoint(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Restore(const std::vector<std::string>& args) {
-  Options o;
-  pid_t pid = 0;
+int Restore(const RestoreCommand& o) {
+  const pid_t pid = o.pid;
   int rc = kExitOk;
-  if (!ParseOrUsage(args, {"--from", "--device"}, 1, &o, &rc)) return rc;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
   // Onto another GPU: the checkpointed job's contexts move there first (its
   // memory is not on any device), then the image comes back on the target.
   if (o.device && (rc = MoveBeforeRestore(pid, *o.device, o)) != kExitOk) return rc;
@@ -366,30 +323,16 @@ int Restore(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int Set(const std::vector<std::string>& args) {
-  Options o;
-  int rc = kExitOk;
-  const std::vector<std::string> allowed = {"--memory-limit", "--compute-share", "--device",
-                                            "--weight",       "--priority",      "--group"};
-  std::string error;
-  if (!ParseOptions(args, allowed, &o, &error)) {
-    std::fprintf(stderr, "vgpuctl: %s (see vgpuctl help)\n", error.c_str());
-    return kExitUsage;
-  }
-  // A PID or --group G, not both.
-  if (o.positional.size() != (o.group.empty() ? 1u : 0u)) {
-    std::fputs("vgpuctl: set wants a PID or --group G (see vgpuctl help)\n", stderr);
-    return kExitUsage;
-  }
-  SetArgs a{o.device, o.memory_limit, o.compute_share, o.weight, o.priority};
-  if (!a.memory_limit && !a.compute_share && !a.weight && !a.priority) {
-    std::fputs("vgpuctl: set needs --memory-limit, --compute-share, --weight or --priority\n",
-               stderr);
+int Set(const SetCommand& o) {
+  const SetArgs& a = o.args;
+  // Checked by vgpuctl.cc's parser; kept here as the function's contract.
+  if (o.pid.has_value() == !o.group.empty() ||
+      (!a.memory_limit && !a.share_permille && !a.weight && !a.priority)) {
     return kExitUsage;
   }
   if (!o.group.empty()) return SetGroup(o, a);
-  pid_t pid = 0;
-  if (!ParsePid(o.positional[0], &pid)) return kExitUsage;
+  const pid_t pid = *o.pid;
+  int rc = kExitOk;
   Response r;
   if (!Send(pid, "set", ToJson(a), o, kQueryTimeoutMs, "set", &r, &rc)) return rc;
   if (o.json) {

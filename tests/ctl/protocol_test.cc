@@ -109,6 +109,14 @@ TEST(Protocol, SetArgsWeightAndPriority) {
   EXPECT_EQ(message(json::parse(R"({"weight":0})")), "invalid argument 'weight': out of range");
   EXPECT_EQ(message(json::parse(R"({"compute_share":0})")),
             "invalid argument 'compute_share': out of range");
+  EXPECT_EQ(message({{"compute_share", 100.5}}), "invalid argument 'compute_share': out of range");
+  EXPECT_EQ(message({{"compute_share", "30"}}),
+            "invalid argument 'compute_share': expected a number");
+  SetArgs share;
+  ASSERT_TRUE(ParseSetArgs({{"compute_share", 12.5}}, &share).ok());
+  EXPECT_EQ(share.share_permille, 125u) << "a fractional share, as VGPU_COMPUTE_SHARE takes it";
+  ASSERT_TRUE(ParseSetArgs(ToJson(share), &share).ok());
+  EXPECT_EQ(share.share_permille, 125u) << "round trip";
   EXPECT_EQ(message({{"weight", "2"}}), "invalid argument 'weight': expected an integer");
   EXPECT_EQ(message({{"weight", 2.5}}), "invalid argument 'weight': expected an integer");
   EXPECT_EQ(message({{"device", 0}}),

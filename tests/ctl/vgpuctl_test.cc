@@ -154,6 +154,21 @@ TEST_F(VgpuctlTest, Set) {
   EXPECT_EQ(r.out.rfind("set " + pid_ + ": ", 0), 0u) << r.out;
 }
 
+// --compute-share reads a share as VGPU_COMPUTE_SHARE does (common/parse.h).
+TEST_F(VgpuctlTest, SetTakesSharesAsTheEnvironmentWritesThem) {
+  for (const auto& [text, pct] : std::vector<std::pair<std::string, double>>{
+           {"12.5", 12.5}, {"30%", 30}, {"100", 100}, {"0.05", 0.1}}) {
+    RunResult r = Vgpuctl({"set", pid_, "--compute-share", text});
+    ASSERT_EQ(r.exit_code, 0) << text << ": " << r.err;
+    EXPECT_DOUBLE_EQ(handler_->last("set").args["compute_share"].get<double>(), pct) << text;
+  }
+  for (const char* bad : {"0", "100.5", "-3", "1e1", "half"}) {
+    RunResult r = Vgpuctl({"set", pid_, "--compute-share", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--compute-share"), std::string::npos) << r.err;
+  }
+}
+
 // --group G: every agent whose info names group G (the fake's is ctr-42).
 TEST_F(VgpuctlTest, SetGroup) {
   handler_->clear();
@@ -197,6 +212,10 @@ TEST_F(VgpuctlTest, UsageErrorsExitTwo) {
                                              {"set", pid_, "--weight", "0"},
                                              {"set", pid_, "--weight", "1001"},
                                              {"set", pid_, "--priority", "urgent"},
+                                             {"set", pid_, "--memory-limit", "lots"},
+                                             {"restore", pid_, "--device", "-1"},
+                                             {"drain"},
+                                             {"quota"},
                                              {"no-such-command"}}) {
     RunResult r = Vgpuctl(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args.back() : "") << r.err;
