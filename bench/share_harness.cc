@@ -22,7 +22,7 @@
 
 #include "common/config/config.h"
 #include "common/sched_region.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 
 extern char** environ;
 

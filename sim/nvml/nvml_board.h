@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 
 namespace vgpu::sim::nvml {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "driver/nvml_abi.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 #include "sim/nvml/nvml_state.h"
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))

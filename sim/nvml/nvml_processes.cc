@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "driver/nvml_abi.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 #include "sim/nvml/nvml_state.h"
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))

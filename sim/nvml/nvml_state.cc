@@ -10,7 +10,7 @@
 #include <new>
 #include <string>
 
-#include "sim/sim_config.h"
+#include "sim/node/sim_config.h"
 
 namespace vgpu::sim::nvml {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "driver/nvml_abi.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 
 // What an nvmlDevice_t points to: an entry of a static per-process table, so
 // that handles stay valid across nvmlShutdown/nvmlInit and can be validated.

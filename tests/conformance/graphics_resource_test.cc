@@ -1,6 +1,6 @@
 // Graphics resources (cuGraphics*) on the simulated node, which has no
 // graphics API context: registration is refused, and no resource exists for
-// the other calls (sim/api_graphics_resource.cc). Sim-only: a GPU node with
+// the other calls (sim/api/api_graphics_resource.cc). Sim-only: a GPU node with
 // a display answers differently.
 #include <dlfcn.h>
 

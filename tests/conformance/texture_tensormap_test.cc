@@ -643,7 +643,7 @@ class SimTensorMapTest : public TensorMapTest {
   }
 };
 
-// The documented encoding (sim/api_tensormap.cc): magic, address, packed enums.
+// The documented encoding (sim/api/api_tensormap.cc): magic, address, packed enums.
 TEST_F(SimTensorMapTest, EncodingCarriesTheAddress) {
   alignas(64) CUtensorMap map{};
   Tiled t;

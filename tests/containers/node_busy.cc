@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/sched_region.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -1,5 +1,5 @@
 // Fuzz target for the simulator's module readers: what cuModuleLoadData and
-// friends parse from a client's bytes (sim/module_image.h: cubin, fatbin and
+// friends parse from a client's bytes (sim/modules/module_image.h: cubin, fatbin and
 // PTX readers, and the LZ4 and zstd payloads of fatbin entries).
 //
 // With libFuzzer (clang, -DVGPU_FUZZ=ON, see scripts/fuzz.sh) this is a
@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cubin_reader.h"
-#include "sim/fatbin_reader.h"
-#include "sim/lz4_block.h"
-#include "sim/module_image.h"
-#include "sim/ptx_reader.h"
+#include "sim/modules/cubin_reader.h"
+#include "sim/modules/fatbin_reader.h"
+#include "sim/modules/lz4_block.h"
+#include "sim/modules/module_image.h"
+#include "sim/modules/ptx_reader.h"
 #include "tests/fuzz/fuzz_regression.h"
 
 namespace sim = vgpu::sim;

@@ -30,7 +30,7 @@
 
 #include "common/quota_ledger.h"
 #include "common/sched_region.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 
 extern char** environ;
 

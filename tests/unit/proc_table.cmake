@@ -1,10 +1,10 @@
 # cuGetProcAddress table: the derivation (driver/tools/gen_proc_table.py), its
 # lookup rules (driver/proc_table.h) and the built sim's entry points
-# (sim/api_procaddress.cc). Included from tests/unit/CMakeLists.txt.
+# (sim/api/api_procaddress.cc). Included from tests/unit/CMakeLists.txt.
 
 # A copy of the table for the test itself, generated exactly as sim/ does, so
 # that the test checks the generator's output independently of libcuda.
-file(GLOB VGPU_PROC_TEST_API_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sim/api_*.cc)
+file(GLOB VGPU_PROC_TEST_API_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sim/api/api_*.cc)
 set(VGPU_PROC_TEST_GEN_DIR ${CMAKE_CURRENT_BINARY_DIR}/proc_table_generated)
 set(VGPU_PROC_TEST_INC ${VGPU_PROC_TEST_GEN_DIR}/proc_table.inc)
 set(VGPU_PROC_TEST_GENERATOR ${PROJECT_SOURCE_DIR}/driver/tools/gen_proc_table.py)

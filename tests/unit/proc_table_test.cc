@@ -1,6 +1,6 @@
 // The cuGetProcAddress table derived from the toolkit headers
 // (driver/tools/gen_proc_table.py), its lookup rules (driver/proc_table.h), and the
-// entry points of the built simulated libcuda (sim/api_procaddress.cc).
+// entry points of the built simulated libcuda (sim/api/api_procaddress.cc).
 #include "driver/proc_table.h"
 
 #include <cuda.h>
@@ -219,7 +219,7 @@ TEST_F(SimProcAddress, InvalidArguments) {
 // A real driver exports every entry point; clients that bind them all at
 // start (ctypes) must find the ones the sim lacks, and get NOT_SUPPORTED.
 TEST_F(SimProcAddress, UnimplementedEntryPointsAreExportedStubs) {
-  // The generator marks the entry points no sim/api_*.cc defines (fn is
+  // The generator marks the entry points no sim/api/api_*.cc defines (fn is
   // nullptr in this copy); few remain, so each is checked rather than one
   // named here that a later change implements.
   using Stub = CUresult (*)();

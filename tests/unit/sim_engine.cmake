@@ -1,4 +1,4 @@
-# The simulated device's engine timeline (sim/node_region.cc, sim/stream.cc):
+# The simulated device's engine timeline (sim/node/node_region.cc, sim/engine/stream.cc):
 # NodeRegion directly and the simulated libcuda's stream worker.
 # Included from tests/unit/CMakeLists.txt.
 add_executable(sim_engine_test sim_engine_test.cc)

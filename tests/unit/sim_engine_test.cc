@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "sim/node_region.h"
-#include "sim/sim_config.h"
+#include "sim/node/node_region.h"
+#include "sim/node/sim_config.h"
 
 namespace vgpu::sim {
 namespace {

@@ -1,4 +1,4 @@
-# Module image readers of the simulated driver (sim/cubin_reader, fatbin_reader,
+# Module image readers of the simulated driver (sim/modules/cubin_reader, fatbin_reader,
 # ptx_reader, module_image), its built-in kernels and kernel libraries.
 # Included from tests/unit/CMakeLists.txt.
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/builtin_kernels.h"
-#include "sim/kernel_libraries.h"
-#include "sim/lz4_block.h"
+#include "sim/modules/builtin_kernels.h"
+#include "sim/modules/kernel_libraries.h"
+#include "sim/modules/lz4_block.h"
 
 namespace vgpu::sim {
 namespace {

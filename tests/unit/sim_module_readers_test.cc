@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/cubin_reader.h"
-#include "sim/fatbin_reader.h"
-#include "sim/module_image.h"
-#include "sim/ptx_reader.h"
+#include "sim/modules/cubin_reader.h"
+#include "sim/modules/fatbin_reader.h"
+#include "sim/modules/module_image.h"
+#include "sim/modules/ptx_reader.h"
 
 namespace vgpu::sim {
 namespace {

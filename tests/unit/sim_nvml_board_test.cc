@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "driver/nvml_abi.h"
-#include "sim/node_region.h"
+#include "sim/node/node_region.h"
 #include "sim/nvml/nvml_abi_ext.h"
-#include "sim/sim_config.h"
+#include "sim/node/sim_config.h"
 
 namespace vgpu::sim {
 namespace {

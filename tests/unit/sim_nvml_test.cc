@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "driver/nvml_abi.h"
-#include "sim/node_region.h"
-#include "sim/sim_config.h"
+#include "sim/node/node_region.h"
+#include "sim/node/sim_config.h"
 
 namespace vgpu::sim {
 namespace {
