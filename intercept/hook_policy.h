@@ -26,13 +26,17 @@
 //      real call inside the gate (a copy, a memset), put it in
 //      VGPU_CU_GATED_PASSTHROUGH and stop: the body is generated
 //      (intercept/hooks_gated.cc) and its policy is kGate.
-//   2. Otherwise declare its policies below (the build fails until you do),
+//   2. If its body is nothing but the real call with its device argument(s)
+//      translated (a device query), put it in VGPU_DEVICE_MAPPED_PASSTHROUGH
+//      with the positions of those arguments and stop: the body is generated
+//      (intercept/hooks_device_mapped.cc) and its policy is kDeviceMap.
+//   3. Otherwise declare its policies below (the build fails until you do),
 //      then write the body in the intercept/hooks_*.cc of its purpose with
 //      VGPU_HOOK(sym), composing exactly those policies in this order:
 //      Govern (kShare), then residency::GateGuard (kGate), then the quota /
 //      VMM bookkeeping, around REAL_CALL(sym, ...). Hooks that name a device
 //      translate it with Phys() (kDeviceMap).
-//   3. If it can change the calling thread's current context, forget the
+//   4. If it can change the calling thread's current context, forget the
 //      launch path's cache (intercept/current_context.h).
 #pragma once
 
@@ -55,7 +59,8 @@ enum : unsigned {
 
 }  // namespace vgpu::hook_policy
 
-// P(symbol, policies, why): every hook outside VGPU_CU_GATED_PASSTHROUGH.
+// P(symbol, policies, why): every hook outside VGPU_CU_GATED_PASSTHROUGH and
+// VGPU_DEVICE_MAPPED_PASSTHROUGH (below).
 #define VGPU_HOOK_POLICIES(P)                                                                   \
   /* init and lookup */                                                                        \
   P(cuInit, kUngated, "initialization")                                                         \
@@ -64,23 +69,8 @@ enum : unsigned {
   /* device queries: no device memory, no work */                                              \
   P(cuDeviceGetCount, kDeviceMap, "query")                                                      \
   P(cuDeviceGet, kDeviceMap, "query")                                                           \
-  P(cuDeviceGetName, kDeviceMap, "query")                                                       \
-  P(cuDeviceGetUuid, kDeviceMap, "query")                                                       \
-  P(cuDeviceGetUuid_v2, kDeviceMap, "query")                                                    \
-  P(cuDeviceGetLuid, kDeviceMap, "query")                                                       \
   P(cuDeviceTotalMem_v2, kDeviceMap | kQuota, "query (the quota view)")                         \
-  P(cuDeviceGetAttribute, kDeviceMap, "query")                                                  \
-  P(cuDeviceGetProperties, kDeviceMap, "query")                                                 \
-  P(cuDeviceComputeCapability, kDeviceMap, "query")                                             \
-  P(cuDeviceGetPCIBusId, kDeviceMap, "query")                                                   \
   P(cuDeviceGetByPCIBusId, kDeviceMap, "query")                                                 \
-  P(cuDeviceCanAccessPeer, kDeviceMap, "query")                                                 \
-  P(cuDeviceGetP2PAttribute, kDeviceMap, "query")                                               \
-  P(cuDeviceGetDefaultMemPool, kDeviceMap, "query")                                             \
-  P(cuDeviceGetMemPool, kDeviceMap, "query")                                                    \
-  P(cuDeviceSetMemPool, kDeviceMap, "selects a pool; allocates nothing")                        \
-  P(cuDeviceGetTexture1DLinearMaxWidth, kDeviceMap, "query")                                    \
-  P(cuDeviceGetExecAffinitySupport, kDeviceMap, "query")                                        \
   P(cuMemGetDefaultMemPool, kDeviceMap, "query")                                                \
   P(cuMemGetMemPool, kDeviceMap, "query")                                                       \
   P(cuMemSetMemPool, kDeviceMap, "selects a pool; allocates nothing")                           \
@@ -104,8 +94,6 @@ enum : unsigned {
   P(cuDevicePrimaryCtxRetain, kDeviceMap, "a context holds no memory until it allocates")       \
   P(cuDevicePrimaryCtxRelease_v2, kGate | kDeviceMap | kQuota, "")                              \
   P(cuDevicePrimaryCtxReset_v2, kGate | kDeviceMap | kQuota, "")                                \
-  P(cuDevicePrimaryCtxGetState, kDeviceMap, "query")                                            \
-  P(cuDevicePrimaryCtxSetFlags_v2, kDeviceMap, "flags of an inactive context")                  \
   P(cuCtxCreate_v2, kDeviceMap, "a context holds no memory until it allocates")                 \
   P(cuCtxCreate_v3, kDeviceMap, "a context holds no memory until it allocates")                 \
   P(cuCtxCreate_v4, kDeviceMap, "a context holds no memory until it allocates")                 \
@@ -166,6 +154,30 @@ enum : unsigned {
   P(nvmlDeviceGetMemoryInfo, kDeviceMap | kQuota, "NVML (the quota view)")                      \
   P(nvmlDeviceGetMemoryInfo_v2, kDeviceMap | kQuota, "NVML (the quota view)")
 
+// D(symbol, why, position of each CUdevice argument...): hooks whose whole body is
+// the real call with those arguments translated from virtual to physical
+// ordinals (kDeviceMap; CUDA_ERROR_INVALID_DEVICE for a hidden or unknown
+// one), which need no gate (why: as for P below). intercept/hooks_device_mapped.cc generates each from this line; a
+// position that is not a CUdevice does not compile.
+#define VGPU_DEVICE_MAPPED_PASSTHROUGH(D) \
+  D(cuDeviceGetName, "query", 2) \
+  D(cuDeviceGetUuid, "query", 1) \
+  D(cuDeviceGetUuid_v2, "query", 1) \
+  D(cuDeviceGetLuid, "query", 2) \
+  D(cuDeviceGetAttribute, "query", 2) \
+  D(cuDeviceGetProperties, "query", 1) \
+  D(cuDeviceComputeCapability, "query", 2) \
+  D(cuDeviceGetPCIBusId, "query", 2) \
+  D(cuDeviceCanAccessPeer, "query", 1, 2) \
+  D(cuDeviceGetP2PAttribute, "query", 2, 3) \
+  D(cuDeviceGetDefaultMemPool, "query", 1) \
+  D(cuDeviceGetMemPool, "query", 1) \
+  D(cuDeviceSetMemPool, "selects a pool; allocates nothing", 0) \
+  D(cuDeviceGetTexture1DLinearMaxWidth, "query", 3) \
+  D(cuDeviceGetExecAffinitySupport, "query", 2) \
+  D(cuDevicePrimaryCtxGetState, "query", 0) \
+  D(cuDevicePrimaryCtxSetFlags_v2, "flags of an inactive context", 0)
+
 namespace vgpu::hook_policy {
 
 struct Entry {
@@ -177,9 +189,12 @@ struct Entry {
 inline constexpr Entry kTable[] = {
 #define VGPU_POLICY_ENTRY(sym, p, why) {#sym, p, why},
 #define VGPU_GATED_PASSTHROUGH_ENTRY(sym) {#sym, kGate, ""},
+#define VGPU_DEVICE_MAPPED_ENTRY(sym, why, ...) {#sym, kDeviceMap, why},
     VGPU_HOOK_POLICIES(VGPU_POLICY_ENTRY) VGPU_CU_GATED_PASSTHROUGH(VGPU_GATED_PASSTHROUGH_ENTRY)
+        VGPU_DEVICE_MAPPED_PASSTHROUGH(VGPU_DEVICE_MAPPED_ENTRY)
 #undef VGPU_POLICY_ENTRY
 #undef VGPU_GATED_PASSTHROUGH_ENTRY
+#undef VGPU_DEVICE_MAPPED_ENTRY
 };
 
 constexpr int EntriesFor(std::string_view name) {

@@ -100,38 +100,6 @@ VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, 
   });
 }
 
-VGPU_HOOK(cuDeviceGetName) CUresult CUDAAPI vgpu_hook_cuDeviceGetName(char* name, int len, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetName, name, len, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetUuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetUuid, uuid, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetUuid_v2) CUresult CUDAAPI vgpu_hook_cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetUuid_v2, uuid, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetLuid) CUresult CUDAAPI vgpu_hook_cuDeviceGetLuid(char* luid, unsigned int* mask, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetLuid, luid, mask, p);
-  });
-}
-
 VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
@@ -148,38 +116,6 @@ VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(si
   });
 }
 
-VGPU_HOOK(cuDeviceGetAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetAttribute, pi, attrib, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetProperties) CUresult CUDAAPI vgpu_hook_cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetProperties, prop, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceComputeCapability) CUresult CUDAAPI vgpu_hook_cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceComputeCapability, major, minor, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetPCIBusId, pciBusId, len, p);
-  });
-}
-
 VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
   return vgpu::WhenReady([&]() -> CUresult {
     if (dev == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -190,63 +126,6 @@ VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusI
     if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
     *dev = v;
     return CUDA_SUCCESS;
-  });
-}
-
-VGPU_HOOK(cuDeviceCanAccessPeer) CUresult CUDAAPI vgpu_hook_cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0, q = 0;
-    if (!Phys(dev, &p) || !Phys(peerDev, &q)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceCanAccessPeer, canAccessPeer, p, q);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetP2PAttribute) CUresult CUDAAPI vgpu_hook_cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0, q = 0;
-    if (!Phys(srcDevice, &p) || !Phys(dstDevice, &q)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetP2PAttribute, value, attrib, p, q);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetDefaultMemPool, pool_out, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetMemPool, pool, p);
-  });
-}
-
-VGPU_HOOK(cuDeviceSetMemPool) CUresult CUDAAPI vgpu_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceSetMemPool, p, pool);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetTexture1DLinearMaxWidth) CUresult CUDAAPI vgpu_hook_cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetTexture1DLinearMaxWidth, maxWidthInElements, format, numChannels,
-                     p);
-  });
-}
-
-VGPU_HOOK(cuDeviceGetExecAffinitySupport) CUresult CUDAAPI vgpu_hook_cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDeviceGetExecAffinitySupport, pi, type, p);
   });
 }
 
@@ -287,22 +166,6 @@ VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimary
     vgpu::ForgetAllCurrentContexts();  // destroyed, wherever it is current
     if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
     return r;
-  });
-}
-
-VGPU_HOOK(cuDevicePrimaryCtxGetState) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDevicePrimaryCtxGetState, p, flags, active);
-  });
-}
-
-VGPU_HOOK(cuDevicePrimaryCtxSetFlags_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
-  return vgpu::WhenReady([&]() -> CUresult {
-    CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
-    return REAL_CALL(cuDevicePrimaryCtxSetFlags_v2, p, flags);
   });
 }
 

@@ -148,13 +148,21 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   return true;
 }
 
+// A hook's body once NVML is initialized (through us) and the view of the
+// process's devices is built; NVML_ERROR_UNINITIALIZED before, as NVML
+// answers. Exported functions never throw.
+template <typename F>
+nvmlReturn_t WhenNvmlReady(F&& body) noexcept {
+  return NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
+    if (View().status != NVML_SUCCESS || g_init_count.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+    return body();
+  });
+}
+
 }  // namespace
 }  // namespace vgpu
 
 using vgpu::View;
-
-#define VGPU_NVML_READY() \
-  if (View().status != NVML_SUCCESS || vgpu::g_init_count.load() <= 0) return NVML_ERROR_UNINITIALIZED
 
 VGPU_HOOK(nvmlInit) nvmlReturn_t vgpu_hook_nvmlInit() {
   return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
@@ -176,8 +184,7 @@ VGPU_HOOK(nvmlInitWithFlags) nvmlReturn_t vgpu_hook_nvmlInitWithFlags(unsigned i
 }
 
 VGPU_HOOK(nvmlDeviceGetCount) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount(unsigned int* count) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     *count = static_cast<unsigned>(View().handles.size());
     return NVML_SUCCESS;
@@ -188,8 +195,7 @@ VGPU_HOOK(nvmlDeviceGetCount_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetCount_v2(un
 }
 
 VGPU_HOOK(nvmlDeviceGetHandleByIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (index >= View().handles.size()) return NVML_ERROR_INVALID_ARGUMENT;
     *device = View().handles[index];
@@ -201,24 +207,21 @@ VGPU_HOOK(nvmlDeviceGetHandleByIndex_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHan
 }
 
 VGPU_HOOK(nvmlDeviceGetHandleByUUID) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid, device);
     if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
     return r;
   });
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId, pciBusId, device);
     if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
     return r;
   });
 }
 VGPU_HOOK(nvmlDeviceGetHandleByPciBusId_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, device);
     if (r == NVML_SUCCESS && vgpu::VirtualIndexOf(*device) < 0) return NVML_ERROR_NOT_FOUND;
     return r;
@@ -226,8 +229,7 @@ VGPU_HOOK(nvmlDeviceGetHandleByPciBusId_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGet
 }
 
 VGPU_HOOK(nvmlDeviceGetIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     int v = vgpu::VirtualIndexOf(device);
     if (v < 0) return NVML_ERROR_INVALID_ARGUMENT;
@@ -237,8 +239,7 @@ VGPU_HOOK(nvmlDeviceGetIndex) nvmlReturn_t vgpu_hook_nvmlDeviceGetIndex(nvmlDevi
 }
 
 VGPU_HOOK(nvmlDeviceGetMemoryInfo) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo, device, memory);
     if (r == NVML_SUCCESS) vgpu::QuotaView(device, &memory->total, &memory->used, &memory->free);
@@ -246,8 +247,7 @@ VGPU_HOOK(nvmlDeviceGetMemoryInfo) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInf
   });
 }
 VGPU_HOOK(nvmlDeviceGetMemoryInfo_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    VGPU_NVML_READY();
+  return vgpu::WhenNvmlReady([&]() -> nvmlReturn_t {
     if (vgpu::VirtualIndexOf(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = REAL_NVML_CALL(nvmlDeviceGetMemoryInfo_v2, device, memory);
     if (r == NVML_SUCCESS &&

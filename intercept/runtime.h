@@ -73,8 +73,3 @@ void ReportFatal(const std::string& message);
 
 }  // namespace vgpu
 
-// Hooks that need the device map or the quota return this before cuInit.
-#define VGPU_REQUIRE_READY()                                                 \
-  do {                                                                       \
-    if (!::vgpu::Runtime::Get().ready()) return CUDA_ERROR_NOT_INITIALIZED;  \
-  } while (0)

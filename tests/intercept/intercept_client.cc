@@ -43,6 +43,8 @@
 //   loop:N:SIZE          N x (cuMemAlloc + cuMemFree); loop=first failing rc or 0
 //   devices              count=, dev<i>.uuid=, dev<i>.pci=, dev<i>.total= for every device
 //   getdev:ORD           cuDeviceGet(ORD)
+//   peer:A:B             cuDeviceCanAccessPeer(A, B) and the ACCESS_SUPPORTED P2P attribute:
+//                        peer= rc, peer.can=, p2p= rc, p2p.value=
 //   bypci:ID             cuDeviceGetByPCIBusId; bypci.dev=
 //   ctxdev               cuCtxGetDevice; ctxdev.dev=
 //   ptrdev               DEVICE_ORDINAL of the last pointer; ptrdev.ord=
@@ -108,6 +110,8 @@ namespace {
 // The driver table: one typed pointer per entry point.
 #define CLIENT_FUNCS(X)                                                                            \
   X(cuInit, "cuInit", 0)                                                                           \
+  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 0)                                             \
+  X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", 0)                                         \
   X(cuDeviceGetCount, "cuDeviceGetCount", 0) X(cuDeviceGet, "cuDeviceGet", 0) X(                   \
       cuDeviceGetUuid_v2, "cuDeviceGetUuid", 0) X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0)   \
       X(cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", 0) X(                                      \
@@ -717,6 +721,14 @@ void RunOp(State& s, const std::string& op) {
       Out("dev%d.pci=%s", i, pci);
       Out("dev%d.total=%zu", i, total);
     }
+  } else if (name == "peer") {
+    int can = -1, value = -1;
+    CUdevice a = std::atoi(arg(1).c_str()), b = std::atoi(arg(2).c_str());
+    Out("peer=%d", Rc(api.cuDeviceCanAccessPeer(&can, a, b)));
+    Out("peer.can=%d", can);
+    Out("p2p=%d", Rc(api.cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+                                                 a, b)));
+    Out("p2p.value=%d", value);
   } else if (name == "getdev") {
     CUdevice d = -1;
     CUresult r = api.cuDeviceGet(&d, std::atoi(arg(1).c_str()));

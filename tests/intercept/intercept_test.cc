@@ -333,6 +333,30 @@ TEST_P(DeviceMapTest, VisibleDevicesByIndexAndUuid) {
   }
 }
 
+// The generated device queries (hook_policy.h, VGPU_DEVICE_MAPPED_PASSTHROUGH)
+// translate every device argument, each in its own position: with physical
+// devices 0 and 2 peers (only), visible 2,0 makes virtual 0 and 1 peers; a
+// hidden or unknown device in either position is an invalid device.
+TEST_F(InterceptTest, DeviceQueriesTranslateEveryDeviceArgument) {
+  const PathParam& p = kPaths[2];
+  RunResult r = Client(p, {"init", "peer:0:1", "peer:1:0", "peer:0:2", "peer:2:0"},
+                       Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_SIM_P2P=0-2",
+                                  "VGPU_VISIBLE_DEVICES=2,0"}));
+  ASSERT_CLEAN_EXIT(r);
+  const std::string invalid = std::to_string(kInvalidDevice);
+  EXPECT_EQ(r.out.All("peer"), (std::vector<std::string>{"0", "0", invalid, invalid}));
+  EXPECT_EQ(r.out.All("peer.can")[0], "1") << r.Describe();
+  EXPECT_EQ(r.out.All("peer.can")[1], "1") << r.Describe();
+  EXPECT_EQ(r.out.All("p2p"), (std::vector<std::string>{"0", "0", invalid, invalid}));
+  EXPECT_EQ(r.out.All("p2p.value")[0], "1") << r.Describe();
+  // Without the remap, physical 0 and 1 are not peers: the answer above was
+  // about physical 2 and 0.
+  RunResult plain = Client(p, {"init", "peer:0:1"},
+                           Env(true, {"VGPU_SIM_DEVICES=4x16GiB", "VGPU_SIM_P2P=0-2"}));
+  ASSERT_CLEAN_EXIT(plain);
+  EXPECT_EQ(plain.out.Get("peer.can"), "0") << plain.Describe();
+}
+
 // A context on virtual device 0 allocates on physical device 2, as seen by a
 // process without libvgpu (through the simulated node's NVML and CUDA).
 TEST_F(InterceptTest, VirtualDeviceAllocatesOnPhysical) {
