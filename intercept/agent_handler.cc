@@ -148,10 +148,10 @@ class ResidencyHandler : public ctl::Handler {
     info.command = Comm();
     std::map<int, uint64_t> vmm_used = Vmm().LiveBytesByDevice();
     for (int v = 0; v < rt.devices().count(); ++v) {
-      int p = rt.devices().ToPhysical(v);
+      const int p = rt.devices().ToPhysical(VisibleIndex(v)).value();
       ctl::DeviceInfo d;
       d.index = v;
-      d.uuid = rt.devices().uuid(v);  // formatted once, when the device map was built
+      d.uuid = rt.devices().uuid(VisibleIndex(v));  // formatted once, when the device map was built
       if (DeviceLedger* l = rt.ledger(); l != nullptr) {
         if (l->Limit(p) != kUnlimited) d.quota = l->Limit(p);
         d.used = l->SelfUsed(p);
@@ -169,7 +169,7 @@ class ResidencyHandler : public ctl::Handler {
     // (live allocations: what a resume needs, also while suspended).
     if (info.state != "running" && coordination::ParkedByCoordinator()) j["suspended_by"] = "vgpud";
     for (size_t i = 0; i < info.devices.size(); ++i) {
-      j["devices"][i]["footprint"] = vmm_used[rt.devices().ToPhysical(static_cast<int>(i))];
+      j["devices"][i]["footprint"] = vmm_used[rt.devices().ToPhysical(VisibleIndex(static_cast<int>(i))).value()];
     }
     if (rt.call_sites().enabled()) {  // VGPU_TRACE_ALLOCATIONS: the top call sites
       nlohmann::json sites = nlohmann::json::array();

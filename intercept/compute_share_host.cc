@@ -36,7 +36,7 @@ class RealShareHost final : public ShareHost {
   CUresult CtxSetCurrent(CUcontext ctx) override { return REAL_CALL(cuCtxSetCurrent, ctx); }
   bool ParamsFor(int device, GroupParams* params) override {
     const Config& cfg = Runtime::Get().config();
-    const int v = Runtime::Get().devices().ToVirtual(OrdinalOfNodeDevice(device));
+    const int v = Runtime::Get().devices().ToVirtual(OrdinalOfNodeDevice(NodeIndex(device))).value();
     if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
     // The settings in force now: `vgpuctl set` may have changed them.
     *params = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(v), v);
@@ -88,7 +88,7 @@ bool ComputeShare::Start(std::string* error) {
   // be governed must not start (it would run uncapped).
   const DeviceMap& devices = Runtime::Get().devices();
   for (int v = 0; v < devices.count(); ++v) {
-    if (!cs->Join(NodeDevice(devices.ToPhysical(v)), error)) {
+    if (!cs->Join(NodeDevice(devices.ToPhysical(VisibleIndex(v))).value(), error)) {
       region->Unregister(client);  // the object is left behind: its accountant may run
       return false;
     }

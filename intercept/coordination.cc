@@ -50,7 +50,7 @@ bool DaemonAnswers() {
 bool MemoryFits() {
   for (const auto& [device, bytes] : Vmm().LiveBytesByDevice()) {
     Runtime& rt = Runtime::Get();
-    const std::string uuid = rt.devices().uuid(rt.devices().ToVirtual(device));
+    const std::string uuid = rt.devices().uuid(rt.devices().ToVirtual(DriverOrdinal(device)));
     nvmlDevice_t h = nullptr;
     nvmlMemory_t m{};
     if (REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid.c_str(), &h) != NVML_SUCCESS ||
@@ -106,7 +106,7 @@ bool AskForRoom(int device, uint64_t bytes) {
   ctl::Request req;
   req.cmd = "make_room";
   req.args = {{"pid", getpid()},
-              {"device", rt.devices().uuid(rt.devices().ToVirtual(device))},
+              {"device", rt.devices().uuid(rt.devices().ToVirtual(DriverOrdinal(device)))},
               {"bytes", (bytes + kGranularity - 1) / kGranularity * kGranularity}};
   ctl::Response resp;
   ctl::Status s;

@@ -13,11 +13,11 @@ const CurrentContext& RereadCurrentContext() {
   // leaves it stale, so the next launch asks again.
   c.epoch = g_context_epoch.load(std::memory_order_acquire);
   c.ctx = nullptr;
-  c.device = -1;
+  c.device = DriverOrdinal();
   CUdevice d = -1;
   if (REAL_CALL(cuCtxGetCurrent, &c.ctx) == CUDA_SUCCESS && c.ctx != nullptr &&
       REAL_CALL(cuCtxGetDevice, &d) == CUDA_SUCCESS && d >= 0 && d < kSchedDevices) {
-    c.device = d;
+    c.device = DriverOrdinal(d);
   }
   c.known = true;
   return c;

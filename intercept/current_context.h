@@ -17,11 +17,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include "intercept/device_index.h"
+
 namespace vgpu {
 
 struct CurrentContext {
   CUcontext ctx = nullptr;
-  int device = -1;     // physical ordinal; -1: none, or beyond the scheduler's table
+  DriverOrdinal device;  // invalid: none, or beyond the scheduler's table
   uint64_t epoch = 0;  // g_context_epoch when ctx was read
   bool known = false;
 };

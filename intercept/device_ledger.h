@@ -12,19 +12,21 @@ namespace vgpu {
 class DeviceLedger {
  public:
   explicit DeviceLedger(QuotaLedger* ledger) : l_(ledger) {}
-  bool TryReserve(int p, uint64_t bytes) { return l_->TryReserve(NodeDevice(p), bytes); }
-  void Release(int p, uint64_t bytes) { l_->Release(NodeDevice(p), bytes); }
-  uint64_t Used(int p) const { return l_->Used(NodeDevice(p)); }
-  uint64_t Limit(int p) const { return l_->Limit(NodeDevice(p)); }
-  uint64_t SelfUsed(int p) const { return l_->SelfUsed(NodeDevice(p)); }
-  void SetLimit(int p, uint64_t bytes) { l_->SetLimit(NodeDevice(p), bytes); }
+  bool TryReserve(int p, uint64_t bytes) { return l_->TryReserve(Node(p), bytes); }
+  void Release(int p, uint64_t bytes) { l_->Release(Node(p), bytes); }
+  uint64_t Used(int p) const { return l_->Used(Node(p)); }
+  uint64_t Limit(int p) const { return l_->Limit(Node(p)); }
+  uint64_t SelfUsed(int p) const { return l_->SelfUsed(Node(p)); }
+  void SetLimit(int p, uint64_t bytes) { l_->SetLimit(Node(p), bytes); }
   bool TrySetLimit(int p, uint64_t bytes, uint64_t* used) {
-    return l_->TrySetLimit(NodeDevice(p), bytes, used);
+    return l_->TrySetLimit(Node(p), bytes, used);
   }
   // By node device (migration moves charges between node devices).
   QuotaLedger* node() const { return l_; }
 
  private:
+  static int Node(int ordinal) { return NodeDevice(DriverOrdinal(ordinal)).value(); }
+
   QuotaLedger* l_;
 };
 

@@ -1,5 +1,5 @@
-// Virtual device ordinals (what the process sees: 0..n-1 in the configured
-// order) and physical ones (what the driver knows). Built once, after the
+// Visible device indices (what the process sees: 0..n-1 in the configured
+// order) and driver ordinals (what the driver knows; device_index.h). Built once, after the
 // real cuInit succeeded; immutable afterwards, so lookups take no lock.
 #pragma once
 
@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "intercept/device_index.h"
 
 namespace vgpu {
 
@@ -19,21 +21,26 @@ class DeviceMap {
 
   int count() const { return static_cast<int>(physical_.size()); }
   bool identity() const { return identity_; }
-  // Physical ordinal of virtual ordinal v, -1 if out of range.
-  int ToPhysical(int v) const { return v >= 0 && v < count() ? physical_[v] : -1; }
-  // Virtual ordinal of physical ordinal p, -1 if hidden.
-  int ToVirtual(int p) const {
-    return p >= 0 && p < static_cast<int>(virtual_.size()) ? virtual_[p] : -1;
+  // The driver ordinal of visible device v; invalid if out of range.
+  DriverOrdinal ToPhysical(VisibleIndex v) const {
+    return DriverOrdinal(v.valid() && v.value() < count() ? physical_[v.value()] : -1);
+  }
+  // The visible index of driver ordinal p; invalid if hidden.
+  VisibleIndex ToVirtual(DriverOrdinal p) const {
+    return VisibleIndex(p.valid() && p.value() < static_cast<int>(virtual_.size())
+                            ? virtual_[p.value()]
+                            : -1);
   }
   // "GPU-..." form. A copy: a migration (SetUuid) may change it meanwhile.
-  std::string uuid(int v) const {
+  // "" for an invalid or out-of-range index.
+  std::string uuid(VisibleIndex v) const {
     std::lock_guard<std::mutex> lock(uuid_mu_);
-    return uuids_[v];
+    return v.valid() && v.value() < static_cast<int>(uuids_.size()) ? uuids_[v.value()] : "";
   }
-  // After a migration: virtual device v is on another GPU now.
-  void SetUuid(int v, const std::string& uuid) {
+  // After a migration: visible device v is on another GPU now.
+  void SetUuid(VisibleIndex v, const std::string& uuid) {
     std::lock_guard<std::mutex> lock(uuid_mu_);
-    uuids_[v] = uuid;
+    if (v.valid() && v.value() < static_cast<int>(uuids_.size())) uuids_[v.value()] = uuid;
   }
 
  private:

@@ -17,15 +17,20 @@ namespace {
 
 const DeviceMap& Map() { return Runtime::Get().devices(); }
 
+// A CUdevice from the application is a visible index, one from the driver a
+// driver ordinal (device_index.h); -1 for an out-of-range or hidden one.
+int Physical(CUdevice v) { return Map().ToPhysical(VisibleIndex(v)).value(); }
+int Visible(CUdevice p) { return Map().ToVirtual(DriverOrdinal(p)).value(); }
+
 // Physical ordinal of a virtual CUdevice; false for out-of-range/hidden ones.
 bool Phys(CUdevice v, CUdevice* p) {
-  *p = Map().ToPhysical(v);
+  *p = Physical(v);
   return *p >= 0;
 }
 
 CUmemLocation ToPhysLocation(CUmemLocation loc, bool* ok) {
   if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    int p = Map().ToPhysical(loc.id);
+    int p = Physical(loc.id);
     *ok = *ok && p >= 0;
     loc.id = p;
   }
@@ -33,7 +38,7 @@ CUmemLocation ToPhysLocation(CUmemLocation loc, bool* ok) {
 }
 
 void ToVirtLocation(CUmemLocation* loc) {
-  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = Map().ToVirtual(loc->id);
+  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = Visible(loc->id);
 }
 
 // Primary context of each physical device, to know what a release frees.
@@ -122,7 +127,7 @@ VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusI
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuDeviceGetByPCIBusId, &p, pciBusId);
     if (r != CUDA_SUCCESS) return r;
-    int v = vgpu::Map().ToVirtual(p);
+    int v = vgpu::Visible(p);
     if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
     *dev = v;
     return CUDA_SUCCESS;
@@ -295,7 +300,7 @@ VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* de
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuCtxGetDevice, &p);
-    if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+    if (r == CUDA_SUCCESS) *device = vgpu::Visible(p);
     return r;
   });
 }
@@ -360,7 +365,7 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
     if (r == CUDA_SUCCESS && vgpu::Vmm().Find(ptr, &info))
       vgpu::VmmAttribute(attribute, info, data);
     if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
-      *static_cast<int*>(data) = vgpu::Map().ToVirtual(*static_cast<int*>(data));
+      *static_cast<int*>(data) = vgpu::Visible(*static_cast<int*>(data));
     }
     return r;
   });
@@ -380,7 +385,7 @@ VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribu
     for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
       int* ord = static_cast<int*>(data[i]);
       if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
-        *ord = vgpu::Map().ToVirtual(*ord);
+        *ord = vgpu::Visible(*ord);
       }
     }
     return r;
@@ -392,7 +397,7 @@ VGPU_HOOK(cuCtxGetDevice_v2) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice_v2(CUdevi
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuCtxGetDevice_v2, &p, ctx);
-    if (r == CUDA_SUCCESS) *device = vgpu::Map().ToVirtual(p);
+    if (r == CUDA_SUCCESS) *device = vgpu::Visible(p);
     return r;
   });
 }

@@ -16,7 +16,7 @@ namespace {
 // A device location named by the application, made physical; false if hidden.
 bool ToPhysical(CUmemLocation* loc) {
   if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE) return true;
-  loc->id = Runtime::Get().devices().ToPhysical(loc->id);
+  loc->id = Runtime::Get().devices().ToPhysical(VisibleIndex(loc->id)).value();
   return loc->id >= 0;
 }
 
@@ -137,7 +137,7 @@ VGPU_HOOK(cuGraphExecDestroy) CUresult CUDAAPI vgpu_hook_cuGraphExecDestroy(CUgr
 
 VGPU_HOOK(cuDeviceGraphMemTrim) CUresult CUDAAPI vgpu_hook_cuDeviceGraphMemTrim(CUdevice device) {
   return vgpu::WhenReady([&] {
-    const int p = vgpu::Runtime::Get().devices().ToPhysical(device);
+    const int p = vgpu::Runtime::Get().devices().ToPhysical(vgpu::VisibleIndex(device)).value();
     if (p < 0) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDeviceGraphMemTrim, p);
     if (r == CUDA_SUCCESS) vgpu::graph_memory::Settle(p);

@@ -21,7 +21,7 @@ inline void Govern(CUstream stream, bool per_thread) {
   // The thread's current context is cached (intercept/current_context.h):
   // the driver is asked only after the thread's context changed.
   const vgpu::CurrentContext& c = vgpu::CurrentContextOfThread();
-  cs->Gate(vgpu::NodeDevice(c.device), c.ctx, stream, per_thread);
+  cs->Gate(vgpu::NodeDevice(c.device).value(), c.ctx, stream, per_thread);
 }
 
 // A graph with memory allocation nodes takes memory at launch: the quota is

@@ -44,7 +44,7 @@ void LogRefusal(int device, uint64_t bytes) {
   // With VGPU_TRACE_ALLOCATIONS the line names the allocation's call site.
   const std::string site = Runtime::Get().call_sites().Describe(Runtime::Get().call_sites().Capture());
   VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}{}{}",
-           Runtime::Get().devices().ToVirtual(device),
+           Runtime::Get().devices().ToVirtual(DriverOrdinal(device)).value(),
            FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
            FormatByteSize(bytes).c_str(), site.empty() ? "" : " at ", site);
 }
@@ -446,7 +446,8 @@ VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAlloca
     vgpu::Where w;
     REAL_CALL(cuCtxGetCurrent, &w.ctx);
     if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-      copy.location.id = vgpu::Runtime::Get().devices().ToPhysical(copy.location.id);
+      copy.location.id =
+          vgpu::Runtime::Get().devices().ToPhysical(vgpu::VisibleIndex(copy.location.id)).value();
       if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
       w.device = copy.location.id;
     }

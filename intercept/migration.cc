@@ -25,9 +25,9 @@ using ctl::ErrorCode;
 using ctl::Response;
 
 struct Move {
-  int ordinal = -1;  // the driver ordinal that names `from` before the move
-  int from = -1;     // node devices
-  int to = -1;
+  DriverOrdinal ordinal;  // the driver ordinal that names `from` before the move
+  NodeIndex from;
+  NodeIndex to;
   uint64_t bytes = 0;  // the job's charge on `from`, reserved on `to` meanwhile
 };
 
@@ -40,9 +40,9 @@ bool g_gate_ours = false;  // the prepare closed the gate (the job was running)
 // before the first migration (ordinal == node device then).
 std::vector<std::string> g_node_uuids;
 
-std::string DriverUuid(int ordinal) {
+std::string DriverUuid(DriverOrdinal ordinal) {
   CUuuid u{};
-  if (REAL_CALL(cuDeviceGetUuid_v2, &u, ordinal) != CUDA_SUCCESS) return "";
+  if (REAL_CALL(cuDeviceGetUuid_v2, &u, ordinal.value()) != CUDA_SUCCESS) return "";
   return FormatUuid(u);
 }
 
@@ -50,14 +50,21 @@ void LearnNodeUuids() {
   if (!g_node_uuids.empty()) return;
   int n = 0;
   if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) return;
-  for (int p = 0; p < n && p < kNodeDevices; ++p) g_node_uuids.push_back(DriverUuid(p));
+  // Before the first migration, ordinal p is node device p.
+  for (int p = 0; p < n && p < kNodeDevices; ++p) g_node_uuids.push_back(DriverUuid(DriverOrdinal(p)));
 }
 
-int NodeOf(const std::string& uuid) {
+// The UUID of node device n ("" if unknown: a GPU the node did not list).
+std::string UuidOf(NodeIndex n) {
+  return n.valid() && n.value() < static_cast<int>(g_node_uuids.size()) ? g_node_uuids[n.value()]
+                                                                        : "";
+}
+
+NodeIndex NodeOf(const std::string& uuid) {
   for (size_t i = 0; i < g_node_uuids.size(); ++i) {
-    if (!uuid.empty() && g_node_uuids[i] == uuid) return static_cast<int>(i);
+    if (!uuid.empty() && g_node_uuids[i] == uuid) return NodeIndex(static_cast<int>(i));
   }
-  return -1;
+  return NodeIndex();
 }
 
 QuotaLedger* Ledger() {
@@ -67,7 +74,7 @@ QuotaLedger* Ledger() {
 
 Response Refuse(ErrorCode code, const std::string& why) {
   for (const Move& m : g_moves) {
-    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to, m.bytes);
+    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to.value(), m.bytes);
   }
   g_moves.clear();
   return Response::Error(code, why);
@@ -84,33 +91,33 @@ bool DriverSaysRunning() {
 nlohmann::json Reconcile() {
   Runtime& rt = Runtime::Get();
   for (int p = 0; p < static_cast<int>(g_node_uuids.size()); ++p) {
-    int n = NodeOf(DriverUuid(p));
-    if (n >= 0) SetNodeDevice(p, n);
+    NodeIndex n = NodeOf(DriverUuid(DriverOrdinal(p)));
+    if (n.valid()) SetNodeDevice(DriverOrdinal(p), n);
   }
   nlohmann::json moved = nlohmann::json::array();
   for (const Move& m : g_moves) {
     // Where the ordinal that named `from` points now: the target, the source
     // (the move failed), or a third GPU (a stranded job recovered elsewhere).
-    const int now = NodeDevice(m.ordinal);
+    const NodeIndex now = NodeDevice(m.ordinal);
     QuotaLedger* l = Ledger();
     if (l != nullptr && now != m.to) {
-      l->Release(m.to, m.bytes);  // the reservation made for the target
-      if (now != m.from && !l->TryReserve(now, m.bytes)) {
+      l->Release(m.to.value(), m.bytes);  // the reservation made for the target
+      if (now != m.from && !l->TryReserve(now.value(), m.bytes)) {
         VGPU_LOG(kWarn, "migration: the group's quota on {} is exceeded by this job's {} bytes",
-                 g_node_uuids[now].c_str(), m.bytes);
+                 UuidOf(now).c_str(), m.bytes);
       }
     }
-    if (l != nullptr && now != m.from) l->Release(m.from, m.bytes);
+    if (l != nullptr && now != m.from) l->Release(m.from.value(), m.bytes);
     if (now == m.from) continue;
     std::string error;
-    if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(now, &error)) {
+    if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(now.value(), &error)) {
       VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
     }
-    moved.push_back({{"from", g_node_uuids[m.from]}, {"to", g_node_uuids[now]}, {"bytes", m.bytes}});
+    moved.push_back({{"from", UuidOf(m.from)}, {"to", UuidOf(now)}, {"bytes", m.bytes}});
   }
   for (int v = 0; v < rt.devices().count(); ++v) {
-    std::string u = DriverUuid(rt.devices().ToPhysical(v));
-    if (!u.empty()) rt.mutable_devices().SetUuid(v, u);
+    std::string u = DriverUuid(rt.devices().ToPhysical(VisibleIndex(v)));
+    if (!u.empty()) rt.mutable_devices().SetUuid(VisibleIndex(v), u);
   }
   FollowMigrationInNvmlView();
   g_moves.clear();
@@ -158,24 +165,25 @@ Response Prepare(const nlohmann::json& args) {
     const std::string from = pr["from"], to = pr["to"];
     Move m;
     for (int v = 0; v < rt.devices().count(); ++v) {
-      if (rt.devices().uuid(v) == from) {
-        m.ordinal = rt.devices().ToPhysical(v);
+      if (rt.devices().uuid(VisibleIndex(v)) == from) {
+        m.ordinal = rt.devices().ToPhysical(VisibleIndex(v));
         m.from = NodeDevice(m.ordinal);
       }
     }
     m.to = NodeOf(to);
-    if (m.from < 0) return Refuse(ErrorCode::kInval, "the job has no device " + from);
-    if (m.to < 0) return Refuse(ErrorCode::kInval, "no GPU " + to + " on this node");
+    if (!m.from.valid()) return Refuse(ErrorCode::kInval, "the job has no device " + from);
+    if (!m.to.valid()) return Refuse(ErrorCode::kInval, "no GPU " + to + " on this node");
     if (QuotaLedger* l = Ledger(); l != nullptr) {
-      m.bytes = l->SelfUsed(m.from);
-      if (l->Limit(m.to) == kUnlimited && l->Limit(m.from) != kUnlimited) {
-        l->SetLimit(m.to, l->Limit(m.from));  // the job's quota goes with it
+      const int from_node = m.from.value(), to_node = m.to.value();
+      m.bytes = l->SelfUsed(from_node);
+      if (l->Limit(to_node) == kUnlimited && l->Limit(from_node) != kUnlimited) {
+        l->SetLimit(to_node, l->Limit(from_node));  // the job's quota goes with it
       }
-      if (m.from != m.to && !l->TryReserve(m.to, m.bytes)) {
+      if (m.from != m.to && !l->TryReserve(to_node, m.bytes)) {
         return Refuse(ErrorCode::kBusy, "the job's " + FormatByteSize(m.bytes) +
                                             " do not fit its group's quota on " + to + " (" +
-                                            FormatByteSize(l->Used(m.to)) + " of " +
-                                            FormatByteSize(l->Limit(m.to)) + " used)");
+                                            FormatByteSize(l->Used(to_node)) + " of " +
+                                            FormatByteSize(l->Limit(to_node)) + " used)");
       }
       if (m.from == m.to) m.bytes = 0;
     }

@@ -9,6 +9,8 @@
 
 #include <atomic>
 
+#include "intercept/device_index.h"
+
 namespace vgpu {
 
 inline constexpr int kNodeDevices = 16;
@@ -18,23 +20,23 @@ inline std::atomic<int> g_node[kNodeDevices] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                 8, 9, 10, 11, 12, 13, 14, 15};
 }  // namespace node_devices_internal
 
-// The node device behind driver ordinal p (p itself for out-of-range p).
-inline int NodeDevice(int p) {
-  if (p < 0 || p >= kNodeDevices) return p;
-  return node_devices_internal::g_node[p].load(std::memory_order_relaxed);
+// The node device behind driver ordinal p (p's number for out-of-range p).
+inline NodeIndex NodeDevice(DriverOrdinal p) {
+  if (!p.valid() || p.value() >= kNodeDevices) return NodeIndex(p.value());
+  return NodeIndex(node_devices_internal::g_node[p.value()].load(std::memory_order_relaxed));
 }
 
-// The driver ordinal that names node device n; -1 if none does.
-inline int OrdinalOfNodeDevice(int n) {
+// The driver ordinal that names node device n; invalid if none does.
+inline DriverOrdinal OrdinalOfNodeDevice(NodeIndex n) {
   for (int p = 0; p < kNodeDevices; ++p) {
-    if (NodeDevice(p) == n) return p;
+    if (NodeDevice(DriverOrdinal(p)) == n) return DriverOrdinal(p);
   }
-  return -1;
+  return DriverOrdinal();
 }
 
 // After a migration: ordinal p names node device n now.
-inline void SetNodeDevice(int p, int n) {
-  if (p >= 0 && p < kNodeDevices) node_devices_internal::g_node[p].store(n);
+inline void SetNodeDevice(DriverOrdinal p, NodeIndex n) {
+  if (p.valid() && p.value() < kNodeDevices) node_devices_internal::g_node[p.value()].store(n.value());
 }
 
 }  // namespace vgpu

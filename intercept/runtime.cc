@@ -118,7 +118,7 @@ CUresult Runtime::BuildPhaseTwo() {
   std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
   for (int v = 0; v < devices_.count(); ++v) {
     uint64_t l = config_.LimitFor(v);
-    int p = devices_.ToPhysical(v);
+    int p = devices_.ToPhysical(VisibleIndex(v)).value();
     if (l != Config::kNoLimit && p < kLedgerDevices) {
       limits[static_cast<size_t>(p)] = l;
       any_limit = true;

@@ -1,0 +1,70 @@
+// The device index spaces (intercept/device_index.h): a visible index, a
+// driver ordinal and a node device are different types, so code that hands
+// one where another is meant does not compile; these checks fail the build if
+// the types ever become interchangeable again.
+#include "intercept/device_index.h"
+
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+#include "intercept/device_map.h"
+#include "intercept/node_devices.h"
+
+namespace vgpu {
+namespace {
+
+static_assert(!std::is_convertible_v<int, VisibleIndex>, "an int is not silently an index");
+static_assert(!std::is_convertible_v<VisibleIndex, DriverOrdinal>);
+static_assert(!std::is_convertible_v<DriverOrdinal, VisibleIndex>);
+static_assert(!std::is_convertible_v<DriverOrdinal, NodeIndex>);
+static_assert(!std::is_convertible_v<NodeIndex, DriverOrdinal>);
+static_assert(!std::is_constructible_v<DriverOrdinal, VisibleIndex>);
+static_assert(!std::is_constructible_v<NodeIndex, DriverOrdinal>);
+static_assert(!std::is_convertible_v<VisibleIndex, int>, "the number is asked for: value()");
+
+// The conversions take the space they convert from, and only that one.
+template <typename Arg>
+concept ToPhysicalTakes = requires(const DeviceMap& m, Arg a) { m.ToPhysical(a); };
+template <typename Arg>
+concept ToVirtualTakes = requires(const DeviceMap& m, Arg a) { m.ToVirtual(a); };
+template <typename Arg>
+concept NodeDeviceTakes = requires(Arg a) { NodeDevice(a); };
+static_assert(ToPhysicalTakes<VisibleIndex> && !ToPhysicalTakes<DriverOrdinal> &&
+              !ToPhysicalTakes<NodeIndex> && !ToPhysicalTakes<int>);
+static_assert(ToVirtualTakes<DriverOrdinal> && !ToVirtualTakes<VisibleIndex> &&
+              !ToVirtualTakes<NodeIndex> && !ToVirtualTakes<int>);
+static_assert(NodeDeviceTakes<DriverOrdinal> && !NodeDeviceTakes<VisibleIndex> &&
+              !NodeDeviceTakes<NodeIndex> && !NodeDeviceTakes<int>);
+static_assert(std::is_same_v<decltype(std::declval<DeviceMap>().ToPhysical(VisibleIndex(0))),
+                             DriverOrdinal>);
+static_assert(std::is_same_v<decltype(NodeDevice(DriverOrdinal(0))), NodeIndex>);
+
+TEST(DeviceIndexTest, DefaultIsNone) {
+  EXPECT_FALSE(VisibleIndex().valid());
+  EXPECT_EQ(DriverOrdinal().value(), -1);
+  EXPECT_TRUE(NodeIndex(0).valid());
+  EXPECT_EQ(NodeIndex(3), NodeIndex(3));
+  EXPECT_NE(NodeIndex(3), NodeIndex(4));
+}
+
+TEST(DeviceIndexTest, AnEmptyMapKnowsNoDevice) {
+  DeviceMap map;
+  EXPECT_FALSE(map.ToPhysical(VisibleIndex(0)).valid());
+  EXPECT_FALSE(map.ToVirtual(DriverOrdinal(0)).valid());
+  EXPECT_FALSE(map.ToPhysical(VisibleIndex()).valid());
+  EXPECT_EQ(map.uuid(VisibleIndex(0)), "") << "no out-of-range read";
+  EXPECT_EQ(map.uuid(VisibleIndex()), "");
+}
+
+TEST(DeviceIndexTest, NodeDevicesFollowAMigration) {
+  EXPECT_EQ(NodeDevice(DriverOrdinal(2)), NodeIndex(2)) << "before any migration";
+  SetNodeDevice(DriverOrdinal(2), NodeIndex(5));
+  EXPECT_EQ(NodeDevice(DriverOrdinal(2)), NodeIndex(5));
+  EXPECT_EQ(OrdinalOfNodeDevice(NodeIndex(5)), DriverOrdinal(2));
+  SetNodeDevice(DriverOrdinal(2), NodeIndex(2));
+  EXPECT_EQ(OrdinalOfNodeDevice(NodeIndex(99)), DriverOrdinal()) << "no ordinal names it";
+}
+
+}  // namespace
+}  // namespace vgpu
