@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "bench/share_harness.h"
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 
 namespace vgpu::bench {
 namespace {

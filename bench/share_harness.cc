@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "common/config/config.h"
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 #include "sim/node/node_region.h"
 
 extern char** environ;

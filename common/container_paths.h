@@ -23,5 +23,8 @@ inline constexpr const char* kContainerLimitsFile = "/etc/vgpu/limits.json";
 // path on the host and, mounted read-only by the CDI spec, in containers: an
 // image's own copy cannot stand in for it.
 inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
+// The node's scheduler region (shm name; share/sched_region.h): /dev/shm/vgpu-sched
+// on the host, mounted at the same path in containers by the CDI spec.
+inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
 
 }  // namespace vgpu

@@ -6,10 +6,10 @@
 #include "common/byte_size.h"
 #include "common/log.h"
 #include "common/parse.h"
-#include "common/quota_ledger.h"
-#include "intercept/compute_share.h"
 #include "intercept/node_devices.h"
 #include "intercept/runtime.h"
+#include "quota/quota_ledger.h"
+#include "share/compute_share.h"
 
 namespace vgpu {
 namespace {

@@ -11,9 +11,9 @@
 #include "common/log.h"
 #include "common/process_info.h"
 #include "driver/real_driver.h"
-#include "intercept/compute_share.h"
 #include "intercept/node_devices.h"
 #include "intercept/runtime.h"
+#include "share/compute_share.h"
 
 namespace vgpu {
 namespace {

@@ -1,7 +1,7 @@
 #include "intercept/current_context.h"
 
-#include "common/sched_region.h"
 #include "driver/real_driver.h"
+#include "share/sched_region.h"
 
 namespace vgpu {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "common/quota_ledger.h"
 #include "intercept/node_devices.h"
+#include "quota/quota_ledger.h"
 
 namespace vgpu {
 

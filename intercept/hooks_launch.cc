@@ -2,12 +2,12 @@
 // available they take no lock, make no syscall, allocate nothing and never
 // log. (The async copies are gated pass-through: intercept/hooks_gated.cc.)
 #include "driver/real_driver.h"
-#include "intercept/node_devices.h"
-#include "intercept/compute_share.h"
 #include "intercept/current_context.h"
 #include "intercept/graph_memory.h"
 #include "intercept/hooks.h"
+#include "intercept/node_devices.h"
 #include "intercept/residency.h"
+#include "share/compute_share.h"
 
 namespace {
 

@@ -11,12 +11,12 @@
 #include "common/byte_size.h"
 #include "common/log.h"
 #include "driver/real_driver.h"
-#include "intercept/compute_share.h"
 #include "intercept/node_devices.h"
 #include "intercept/nvml_view.h"
 #include "intercept/quiesce_gate.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "share/compute_share.h"
 
 namespace vgpu::migration {
 namespace {

@@ -10,9 +10,9 @@
 #include "ctl/control/agent_server.h"
 #include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
-#include "intercept/compute_share.h"
 #include "intercept/current_context.h"
 #include "intercept/quiesce_gate.h"
+#include "share/compute_share.h"
 
 namespace vgpu {
 namespace {

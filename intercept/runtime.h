@@ -11,11 +11,11 @@
 
 #include "common/call_sites.h"
 #include "common/config/config.h"
-#include "common/quota_ledger.h"
-#include "intercept/device_ledger.h"
 #include "intercept/allocation_tracker.h"
+#include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
 #include "intercept/runtime_settings.h"
+#include "quota/quota_ledger.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {

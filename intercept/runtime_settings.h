@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "common/config/config.h"
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 
 namespace vgpu {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "common/config/config.h"
-#include "common/sched_region.h"
+#include "common/container_paths.h"
 
 namespace vgpu::oci_hook {
 namespace {

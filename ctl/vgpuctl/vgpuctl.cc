@@ -17,11 +17,11 @@
 #include "common/byte_size.h"
 #include "common/config/config.h"
 #include "common/parse.h"
-#include "common/quota_ledger.h"
 #include "ctl/vgpuctl/vgpuctl_cdi.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
 #include "ctl/vgpuctl/vgpuctl_daemon.h"
 #include "ctl/vgpuctl/vgpuctl_process.h"
+#include "quota/quota_ledger.h"
 
 namespace {
 

@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "common/sched_region.h"
 #include "ctl/cdi/cdi_host.h"
 #include "ctl/cdi/cdi_spec.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
+#include "share/sched_region.h"
 
 namespace vgpu::ctl::cli {
 namespace {

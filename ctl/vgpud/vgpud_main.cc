@@ -10,12 +10,12 @@
 #include <string>
 
 #include "common/log.h"
-#include "common/sched_region.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpud/coordinator.h"
 #include "ctl/vgpud/daemon_config.h"
 #include "ctl/vgpud/daemon_server.h"
 #include "ctl/vgpud/metrics.h"
+#include "share/sched_region.h"
 
 namespace {
 

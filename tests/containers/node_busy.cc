@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 #include "sim/node/node_region.h"
 
 int main(int argc, char** argv) {

@@ -6,9 +6,8 @@
 // per-device charge of the client's group and expects only the device of the
 // new current context to have grown. Run through every path a program
 // reaches the driver by (linked, dlsym, cuGetProcAddress).
-#include <sys/mman.h>
-
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cstdint>
@@ -17,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/sched_region.h"
 #include "intercept_fixture.h"
 #include "intercept_test_util.h"
+#include "share/sched_region.h"
 
 namespace vgpu::itest {
 namespace {

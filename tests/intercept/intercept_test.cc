@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "common/quota_ledger.h"
 #include "intercept_fixture.h"
 #include "intercept_test_util.h"
+#include "quota/quota_ledger.h"
 
 namespace vgpu::itest {
 namespace {

@@ -28,7 +28,7 @@ ALLOWED = {
     # The thin executables: vgpuctl, and vgpud (which reads the node's GPUs
     # through the driver layer's NVML table).
     # vgpuctl migrate: the shared migration sequence, the node's GPUs.
-    "ctl": {"ctl", "ctl/control", "ctl/cdi", "ctl/migrate", "common", "driver"},
+    "ctl": {"ctl", "ctl/control", "ctl/cdi", "ctl/migrate", "share", "quota", "common", "driver"},
     # The migration sequence (docs/migration.md): agents plus the driver's
     # checkpoint API, shared by vgpuctl and vgpud.
     "ctl/migrate": {"ctl/migrate", "ctl/control", "common", "driver"},
@@ -37,8 +37,13 @@ ALLOWED = {
     "ctl/oci_hook": {"ctl/oci_hook", "ctl/control", "common"},
     # The CDI spec library: lists the GPUs through the driver layer's NVML table.
     "ctl/cdi": {"ctl/cdi", "common", "driver"},
-    "ctl/vgpud": {"ctl/vgpud", "ctl/control", "ctl/migrate", "common", "driver"},
-    "intercept": {"intercept", "vmm", "checkpoint", "ctl/control", "common", "driver"},
+    "ctl/vgpud": {"ctl/vgpud", "ctl/control", "ctl/migrate", "share", "common", "driver"},
+    # Mechanisms below libvgpu: the compute share (the node's scheduler region
+    # and a process's accountant, given a ShareHost) and the quota ledger.
+    "share": {"share", "common"},
+    "quota": {"quota", "common"},
+    "intercept": {"intercept", "vmm", "checkpoint", "share", "quota", "ctl/control", "common",
+                  "driver"},
     # The simulated node (docs/sim.md, "Source map"), bottom up. vgpu/: sim/include,
     # the kernel ABI. node/: the node region both libraries share.
     "sim": {"sim", "common", "driver", "vgpu"},
@@ -51,7 +56,7 @@ ALLOWED = {
     "sim/api": {"sim/api", "sim/engine", "sim/modules", "sim/node", "common", "driver", "vgpu"},
     "sim/nvml": {"sim/nvml", "sim/node", "common", "driver"},
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "share", "quota", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
            "ctl/oci_hook", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}

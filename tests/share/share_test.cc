@@ -10,13 +10,12 @@
 // exact rates are the deterministic test's
 // (tests/unit/compute_share_accounting_test.cc).
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/quota_ledger.h"
-#include "common/sched_region.h"
+#include "quota/quota_ledger.h"
+#include "share/sched_region.h"
 #include "sim/node/node_region.h"
 
 extern char** environ;

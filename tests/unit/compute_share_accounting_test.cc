@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/sched_region.h"
-#include "intercept/compute_share.h"
+#include "share/compute_share.h"
+#include "share/sched_region.h"
 
 namespace vgpu {
 namespace {

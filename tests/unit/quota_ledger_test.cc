@@ -1,8 +1,8 @@
-// The shared device-memory ledger (common/quota_ledger.h): exact limits,
+// The shared device-memory ledger (quota/quota_ledger.h): exact limits,
 // sharing between processes, never a byte of overshoot under a race of
 // processes x threads, reclaiming SIGKILLed members, and refusing damaged or
 // foreign regions.
-#include "common/quota_ledger.h"
+#include "quota/quota_ledger.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The compute scheduler's decisions, on a private region with an injected
 // clock: no processes, no GPU, deterministic.
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // The compute share, process side. Every launch passes Gate(): while this
-// process holds its device's lease (common/sched_region.h) and its queued work
+// process holds its device's lease (share/sched_region.h) and its queued work
 // is under the bound, that is a few atomic loads and one atomic increment — no
 // lock, no syscall, no allocation. Otherwise the launching thread sleeps until
 // the lease is granted. Launching threads drop a marker event every half
@@ -23,7 +23,7 @@
 #include <mutex>
 #include <string>
 
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 
 namespace vgpu {
 
@@ -79,7 +79,8 @@ class ComputeShare {
     if (device < 0) return;
     PerDevice& s = dev_[device];
     uint64_t launched = s.launched.load(std::memory_order_relaxed);
-    if (s.holding.load(std::memory_order_acquire) && !s.must_yield.load(std::memory_order_relaxed) &&
+    if (s.holding.load(std::memory_order_acquire) &&
+        !s.must_yield.load(std::memory_order_relaxed) &&
         launched - s.completed.load(std::memory_order_relaxed) <
             s.max_inflight.load(std::memory_order_relaxed) &&
         launched < s.next_marker_at.load(std::memory_order_relaxed)) {
@@ -115,7 +116,7 @@ class ComputeShare {
     std::atomic<uint64_t> grant_ns{0};     // when the current lease was granted
     std::atomic<uint64_t> launched{0};
     std::atomic<uint64_t> completed{0};
-    std::atomic<uint64_t> max_inflight{4};  // grows once the time per launch is measured
+    std::atomic<uint64_t> max_inflight{4};      // grows once the time per launch is measured
     std::atomic<uint32_t> completed_signal{0};  // futex: launches waiting for the queue
     std::atomic<CUcontext> ctx{nullptr};
     std::atomic<int> group{kNotJoined};  // the scheduler group slot, once joined
@@ -129,7 +130,7 @@ class ComputeShare {
     uint32_t marker_tail = 0;              // accountant only
     std::atomic<uint64_t> next_marker_at{0};
     // Accountant thread only:
-    bool busy = false;             // the queue was non-empty at the last tick
+    bool busy = false;  // the queue was non-empty at the last tick
     uint64_t last_seen_launched = 0;
     uint64_t idle_since_ns = 0;
     uint64_t charged_until_ns = 0;
@@ -160,7 +161,7 @@ class ComputeShare {
   ShareHost* host_;
   std::mutex join_mu_;
   PerDevice dev_[kSchedDevices];
-  std::atomic<uint32_t> wake_{0};  // futex: wakes the accountant
+  std::atomic<uint32_t> wake_{0};    // futex: wakes the accountant
   bool accountant_started_ = false;  // under join_mu_
 };
 

@@ -1,4 +1,4 @@
-#include "common/quota_ledger.h"
+#include "quota/quota_ledger.h"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -52,7 +52,6 @@ uint32_t LoadHighWater(LedgerRegion* r) {
   uint32_t n = HighWater(r).load(std::memory_order_seq_cst);
   return n > static_cast<uint32_t>(kLedgerSlots) ? kLedgerSlots : n;  // damaged: scan all
 }
-
 
 bool ValidGroup(const std::string& group) {
   if (group.size() > kMaxGroupName) return false;

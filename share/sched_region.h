@@ -23,11 +23,9 @@
 #include <memory>
 #include <string>
 
-namespace vgpu {
+#include "common/container_paths.h"
 
-// The node's region (shm name): /dev/shm/vgpu-sched on the host, mounted at
-// the same path in containers by the CDI spec.
-inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
+namespace vgpu {
 
 inline constexpr uint64_t kSchedMagic = 0x3144484353555047ull;  // "GPUSCHD1"
 // Version 3: 256 groups per device, 1,024 clients, scan high-water marks.
@@ -49,13 +47,13 @@ enum class SchedPolicy : uint32_t { kNative = 0, kFixed = 1, kWeighted = 2 };
 
 // Scheduling constants (documented in docs/compute-share.md).
 struct SchedTuning {
-  uint64_t min_slice_ns = 10'000'000;      // a holder keeps the lease at least this long
-  uint64_t max_slice_ns = 50'000'000;      // ... and at most this long when others wait
-  uint64_t hysteresis_ns = 10'000'000;     // a waiter must be this far ahead in tokens
-  uint64_t active_window_ns = 20'000'000;  // a group counts as active this long after demand
+  uint64_t min_slice_ns = 10'000'000;           // a holder keeps the lease at least this long
+  uint64_t max_slice_ns = 50'000'000;           // ... and at most this long when others wait
+  uint64_t hysteresis_ns = 10'000'000;          // a waiter must be this far ahead in tokens
+  uint64_t active_window_ns = 20'000'000;       // a group counts as active this long after demand
   uint64_t high_priority_idle_ns = 20'000'000;  // others resume this long after high prio idles
-  uint64_t burst_ns = 50'000'000;          // at most this much GPU time banked (times the rate)
-  int64_t debt_floor_ns = -100'000'000;    // debt never grows beyond this
+  uint64_t burst_ns = 50'000'000;        // at most this much GPU time banked (times the rate)
+  int64_t debt_floor_ns = -100'000'000;  // debt never grows beyond this
   // A group slot no live process is in is freed (when a new group finds the
   // table full) once nobody joined or used it for this long: a tenant that
   // restarts at once finds its bucket, debt included.
@@ -76,7 +74,7 @@ inline constexpr uint64_t kGroupReclaimMark = 1ull << 63;
 struct SchedGroup {
   std::atomic<uint64_t> key;  // 0: free; see kGroupHashBits
   char name[64];
-  std::atomic<uint32_t> policy;         // SchedPolicy
+  std::atomic<uint32_t> policy;          // SchedPolicy
   std::atomic<uint32_t> share_permille;  // fixed: the cap; weighted: ignored
   std::atomic<uint32_t> weight;          // weighted
   std::atomic<uint32_t> high_priority;
@@ -102,7 +100,7 @@ struct SchedClient {
 struct SchedDevice {
   std::atomic<int32_t> holder;  // client index, -1: nobody
   std::atomic<uint64_t> lease_since_ns;
-  std::atomic<uint32_t> gen;    // bumped at every lease change (statistics)
+  std::atomic<uint32_t> gen;  // bumped at every lease change (statistics)
   std::atomic<uint64_t> last_refill_ns;
   std::atomic<uint32_t> reclaim_seq;  // tags of group reclaim passes
   std::atomic<uint32_t> groups_hwm;   // slots at and above it were never claimed
@@ -114,7 +112,7 @@ struct SchedLayout {
   uint32_t version;
   uint32_t region_bytes;
   std::atomic<uint32_t> ready;
-  std::atomic<uint32_t> clients_hwm;  // slots at and above it were never claimed
+  std::atomic<uint32_t> clients_hwm;   // slots at and above it were never claimed
   std::atomic<uint64_t> last_reap_ns;  // ReapDeadIfDue
   SchedDevice devices[kSchedDevices];
   SchedClient clients[kSchedClients];

@@ -1,4 +1,4 @@
-#include "intercept/compute_share.h"
+#include "share/compute_share.h"
 
 #include <algorithm>
 #include <utility>
@@ -265,7 +265,8 @@ bool ComputeShare::Tick(int device, uint64_t now) {
   bool worked = s.busy || launched != s.last_seen_launched;
   if (worked) {
     region_->Charge(device, s.group.load(std::memory_order_relaxed), now - s.charged_until_ns, now);
-    counters::Add(counters::Id::kComputeChargedNs, now - s.charged_until_ns);  // the accountant's thread
+    counters::Add(counters::Id::kComputeChargedNs,
+                  now - s.charged_until_ns);  // the accountant's thread
   }
   s.charged_until_ns = now;
   s.last_seen_launched = launched;
@@ -283,8 +284,9 @@ bool ComputeShare::Tick(int device, uint64_t now) {
   if (region_->ShouldYield(device, client_, now)) {
     s.must_yield.store(true, std::memory_order_release);  // new launches wait from here on
     if (idle) GiveUp(device, now);
-  } else if (idle && (idle_for >= kIdleReleaseNs ||
-                      (idle_for >= kIdleHandoverNs && region_->PickNext(device, client_, now) >= 0))) {
+  } else if (idle &&
+             (idle_for >= kIdleReleaseNs ||
+              (idle_for >= kIdleHandoverNs && region_->PickNext(device, client_, now) >= 0))) {
     GiveUp(device, now);
   }
   return waited;
@@ -295,7 +297,8 @@ void ComputeShare::UpdateQueueBound(int device, uint64_t now) {
   PerDevice& s = dev_[device];
   uint64_t done = s.completed.load();
   if (done > s.rate_launches + 8 && now > s.rate_since_ns) {
-    double per = static_cast<double>(now - s.rate_since_ns) / static_cast<double>(done - s.rate_launches);
+    double per =
+        static_cast<double>(now - s.rate_since_ns) / static_cast<double>(done - s.rate_launches);
     s.avg_launch_ns = s.avg_launch_ns == 0 ? per : 0.7 * s.avg_launch_ns + 0.3 * per;
     s.rate_launches = done;
     s.rate_since_ns = now;

@@ -1,4 +1,4 @@
-#include "common/sched_region.h"
+#include "share/sched_region.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,7 +36,6 @@ bool HasOtherThan(GroupSet set, int g) {
   if (g >= 0 && g < kSchedGroups) set.reset(static_cast<size_t>(g));
   return set.any();
 }
-
 
 // The display name, stored char by char as atomics: only such a stalled
 // claimer writes it concurrently with another (see ResetGroup).
@@ -535,12 +534,14 @@ int SchedRegion::PickNext(int device, int exclude, uint64_t now) const {
   const int end = ClientsInUse();
   for (int c = 0; c < end; ++c) {
     if (c == exclude || !Eligible(device, c, high_priority_active)) continue;
-    const SchedGroup& grp = layout_->devices[device].groups[layout_->clients[c].group[device].load()];
+    const SchedGroup& grp =
+        layout_->devices[device].groups[layout_->clients[c].group[device].load()];
     bool hp = grp.high_priority.load() != 0;
     int64_t tokens = grp.tokens_ns.load();
     uint64_t since = layout_->clients[c].demand_since_ns[device].load();
-    bool better = best < 0 || (hp && !best_hp) ||
-                  (hp == best_hp && (tokens > best_tokens || (tokens == best_tokens && since < best_since)));
+    bool better =
+        best < 0 || (hp && !best_hp) ||
+        (hp == best_hp && (tokens > best_tokens || (tokens == best_tokens && since < best_since)));
     if (better) best = c, best_hp = hp, best_tokens = tokens, best_since = since;
   }
   return best;
@@ -635,14 +636,15 @@ void SchedRegion::Charge(int device, int group, uint64_t busy_ns, uint64_t now) 
     const int end = GroupsInUse(device);
     for (int gi = 0; gi < end; ++gi) {
       const SchedGroup& o = groups[gi];
-      bool member = HasGroup(active, gi) &&
-                    static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed;
+      bool member =
+          HasGroup(active, gi) && static_cast<SchedPolicy>(o.policy.load()) != SchedPolicy::kFixed;
       weight[gi] = member ? std::max<uint32_t>(1, o.weight.load()) : 0;
       weights += weight[gi];
     }
     for (int gi = 0; gi < end; ++gi) {
       if (weight[gi] == 0) continue;
-      groups[gi].tokens_ns.fetch_add(static_cast<int64_t>(static_cast<double>(busy_ns) * weight[gi] / weights));
+      groups[gi].tokens_ns.fetch_add(
+          static_cast<int64_t>(static_cast<double>(busy_ns) * weight[gi] / weights));
     }
   }
   // Weighted buckets are never clamped: a clamp would break the constant sum.

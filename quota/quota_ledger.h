@@ -33,7 +33,7 @@ struct LedgerSlot {
   std::atomic<int32_t> pid;          // 0 free, -pid while being claimed or reaped
   std::atomic<uint64_t> start_time;  // /proc/<pid>/stat field 22
   std::atomic<uint64_t> used[kLedgerDevices];
-  std::atomic<uint64_t> image_id;    // ProcessImageId(): tells a pre-exec image apart
+  std::atomic<uint64_t> image_id;  // ProcessImageId(): tells a pre-exec image apart
 };
 
 struct LedgerRegion {
@@ -58,8 +58,7 @@ class QuotaLedger {
   // private ledger (anonymous shared memory; shared with fork()ed children).
   // Returns nullptr and a one-line message on failure.
   static std::unique_ptr<QuotaLedger> Open(const std::string& group,
-                                           const std::vector<uint64_t>& limits,
-                                           std::string* error);
+                                           const std::vector<uint64_t>& limits, std::string* error);
   ~QuotaLedger();
 
   // Claims this process's member slot now (it is otherwise claimed at the
