@@ -164,16 +164,30 @@ void AddCommon(CLI::App* c, CommonOptions* o) {
       "longest silence tolerated from the agent, in seconds");
 }
 
+bool ParsePid(std::string_view text, pid_t* pid) {
+  int64_t v = 0;
+  if (!vgpu::ParseInteger(text, 1, 0x3fffffff, &v)) return false;
+  *pid = static_cast<pid_t>(v);
+  return true;
+}
+
+// An option (or positional) whose text goes through `parse` (common/parse.h)
+// into *out; a refusal is a usage error saying what the option wants.
+template <typename T, typename Out>
+CLI::Option* AddParsed(CLI::App* c, const std::string& flag, bool (*parse)(std::string_view, T*),
+                       Out* out, const std::string& wants, const std::string& help) {
+  return c->add_option_function<std::string>(
+      flag,
+      [flag, parse, out, wants](const std::string& v) {
+        T value{};
+        if (!parse(v, &value)) Invalid(flag, "wants " + wants + ", not '" + v + "'");
+        *out = value;
+      },
+      help);
+}
+
 void AddPid(CLI::App* c, PidCommand* o) {
-  c->add_option_function<std::string>(
-       "PID",
-       [o](const std::string& v) {
-         int64_t pid = 0;
-         if (!vgpu::ParseInteger(v, 1, 0x3fffffff, &pid)) Invalid("PID", "not a process id: " + v);
-         o->pid = static_cast<pid_t>(pid);
-       },
-       "process id")
-      ->required();
+  AddParsed(c, "PID", ParsePid, &o->pid, "a process id", "process id")->required();
   AddCommon(c, o);
 }
 
@@ -204,16 +218,16 @@ struct Commands {
   int exit_code = 0;  // the command's, once it ran
 };
 
+bool ParsePriority(std::string_view text, std::string* out) {
+  for (const char* p : vgpu::ctl::kPriorities) {
+    if (text == p) return *out = p, true;
+  }
+  return false;
+}
+
 void AddSet(CLI::App* app, SetCommand* o) {
   CLI::App* c = app->add_subcommand("set", "change a process's (or a quota group's) limits");
-  c->add_option_function<std::string>(
-      "PID",
-      [o](const std::string& v) {
-        int64_t pid = 0;
-        if (!vgpu::ParseInteger(v, 1, 0x3fffffff, &pid)) Invalid("PID", "not a process id: " + v);
-        o->pid = static_cast<pid_t>(pid);
-      },
-      "process id (or --group)");
+  AddParsed(c, "PID", ParsePid, &o->pid, "a process id", "process id (or --group)");
   AddCommon(c, o);
   c->add_option_function<std::string>(
       "--group",
@@ -222,43 +236,14 @@ void AddSet(CLI::App* app, SetCommand* o) {
         o->group = v;
       },
       "every process of quota group G");
-  c->add_option_function<std::string>(
-      "--memory-limit",
-      [o](const std::string& v) {
-        uint64_t bytes = 0;
-        if (!vgpu::ParseByteSize(v, &bytes))
-          Invalid("--memory-limit", "wants a size (8GiB); 0: unlimited");
-        o->args.memory_limit = bytes;
-      },
-      "SIZE, e.g. 8GiB; 0: unlimited");
-  c->add_option_function<std::string>(
-      "--compute-share",
-      [o](const std::string& v) {
-        uint32_t permille = 0;
-        if (!vgpu::ParseSharePermille(v, &permille)) {
-          Invalid("--compute-share", "wants a percentage above 0 and at most 100 (30, 12.5, 30%)");
-        }
-        o->args.share_permille = permille;
-      },
-      "PCT, e.g. 30, 12.5 or 30%");
-  c->add_option_function<std::string>(
-      "--weight",
-      [o](const std::string& v) {
-        uint32_t w = 0;
-        if (!vgpu::ParseComputeWeight(v, &w)) Invalid("--weight", "wants 1..1000");
-        o->args.weight = static_cast<int>(w);
-      },
-      "compute weight 1..1000");
-  c->add_option_function<std::string>(
-      "--priority",
-      [o](const std::string& v) {
-        if (std::find(std::begin(vgpu::ctl::kPriorities), std::end(vgpu::ctl::kPriorities), v) ==
-            std::end(vgpu::ctl::kPriorities)) {
-          Invalid("--priority", "wants high, normal or low");
-        }
-        o->args.priority = v;
-      },
-      "high, normal or low");
+  AddParsed(c, "--memory-limit", vgpu::ParseByteSize, &o->args.memory_limit,
+            "a size (8GiB); 0: unlimited", "SIZE, e.g. 8GiB; 0: unlimited");
+  AddParsed(c, "--compute-share", vgpu::ParseSharePermille, &o->args.share_permille,
+            "a percentage above 0 and at most 100 (30, 12.5, 30%)", "PCT, e.g. 30, 12.5 or 30%");
+  AddParsed(c, "--weight", vgpu::ParseComputeWeight, &o->args.weight, "1..1000",
+            "compute weight 1..1000");
+  AddParsed(c, "--priority", ParsePriority, &o->args.priority, "high, normal or low",
+            "high, normal or low");
   c->add_option_function<std::string>("--device", DeviceInto(&o->args.device),
                                       "one device only (its index)");
   c->parse_complete_callback([o] {
