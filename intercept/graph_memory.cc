@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "driver/real_driver.h"
 #include "intercept/quota.h"
-#include "intercept/residency.h"
+#include "intercept/runtime.h"
 
 namespace vgpu::graph_memory {
 namespace {
@@ -75,9 +75,9 @@ void SettleLocked(int device) {
     }
   }
   if (charged == 0) {
-    residency::ForgetNonMigratable(NonMigratableKey(device));
+    Runtime::Get().non_migratable().Forget(NonMigratableKey(device));
   } else {
-    residency::NoteNonMigratable(NonMigratableKey(device), charged, nullptr);
+    Runtime::Get().non_migratable().Note(NonMigratableKey(device), charged, nullptr);
   }
 }
 

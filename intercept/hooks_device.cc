@@ -75,7 +75,7 @@ CUresult NoteCreated(CUcontext* pctx, CUresult r) {
 
 void ReleaseContextCharges(CUcontext ctx) {
   Vmm().FreeContext(ctx);
-  residency::ForgetNonMigratableContext(ctx);
+  residency::ForgetContext(ctx);
   Runtime& rt = Runtime::Get();
   for (const Charge& c : rt.allocations().TakeContext(ctx)) {
     if (rt.ledger() != nullptr) rt.ledger()->Release(c.device, c.bytes);
@@ -222,7 +222,7 @@ VGPU_HOOK(cuGreenCtxDestroy) CUresult CUDAAPI vgpu_hook_cuGreenCtxDestroy(CUgree
     if (REAL_CALL(cuCtxFromGreenCtx, &ctx, hCtx) != CUDA_SUCCESS) ctx = nullptr;
     CUresult r = REAL_CALL(cuGreenCtxDestroy, hCtx);
     vgpu::ForgetAllCurrentContexts();  // a dead handle may be current somewhere
-    if (r == CUDA_SUCCESS && ctx != nullptr) vgpu::residency::ForgetNonMigratableContext(ctx);
+    if (r == CUDA_SUCCESS && ctx != nullptr) vgpu::residency::ForgetContext(ctx);
     return r;
   });
 }

@@ -118,7 +118,7 @@ CUresult FreeCharged(ChargeKind kind, uint64_t key, Free&& free_fn) {
   }
   if (charged) Unreserve(c.device, c.bytes);
   Runtime::Get().call_sites().OnFree(TraceKey(kind, key));
-  residency::ForgetNonMigratable(NmKey(kind, key));
+  Runtime::Get().non_migratable().Forget(NmKey(kind, key));
   return r;
 }
 
@@ -213,7 +213,7 @@ CUresult NonMigratable(ChargeKind kind, uint64_t bytes, bool with_ctx, F&& f) {
   if (r == CUDA_SUCCESS) {
     CUcontext ctx = nullptr;
     if (with_ctx) REAL_CALL(cuCtxGetCurrent, &ctx);
-    residency::NoteNonMigratable(NmKey(kind, key), bytes, ctx);
+    Runtime::Get().non_migratable().Note(NmKey(kind, key), bytes, ctx);
   }
   return r;
 }
@@ -268,7 +268,7 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
       return VmmFreeNow(dptr);
     }
   }
-  residency::ForgetNonMigratable(NmKey(ChargeKind::kPointer, dptr));
+  Runtime::Get().non_migratable().Forget(NmKey(ChargeKind::kPointer, dptr));
   CUresult r = ptsz ? REAL_CALL(cuMemFreeAsync_ptsz, dptr, h) : REAL_CALL(cuMemFreeAsync, dptr, h);
   if (r != CUDA_SUCCESS) return r;
   Charge c;
@@ -310,7 +310,7 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
     if (r == CUDA_SUCCESS) {
       CUcontext ctx = nullptr;
       REAL_CALL(cuCtxGetCurrent, &ctx);
-      residency::NoteNonMigratable(NmKey(ChargeKind::kPointer, *dptr), bytes, ctx);
+      Runtime::Get().non_migratable().Note(NmKey(ChargeKind::kPointer, *dptr), bytes, ctx);
     }
     return r;
   });
@@ -383,7 +383,7 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
     }
     // Driver memory, like cuMemAlloc's off VMM: suspend cannot move it, so
     // suspend and checkpoint must refuse rather than leave it behind.
-    vgpu::residency::NoteNonMigratable(vgpu::NmKey(ChargeKind::kPointer, *dptr), real, w.ctx);
+    vgpu::Runtime::Get().non_migratable().Note(vgpu::NmKey(ChargeKind::kPointer, *dptr), real, w.ctx);
     return r;
   });
 }

@@ -35,12 +35,7 @@ namespace vgpu::residency {
 namespace {
 
 // --- bookkeeping -------------------------------------------------------------
-struct NonMigratable {
-  uint64_t bytes;
-  CUcontext ctx;
-};
 std::mutex g_book_mu;
-std::unordered_map<uint64_t, NonMigratable>* g_nonmig = new std::unordered_map<uint64_t, NonMigratable>();
 std::set<CUcontext>* g_contexts = new std::set<CUcontext>();
 
 std::mutex g_op_mu;  // one operation at a time
@@ -107,7 +102,7 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
 
 Result RefuseNonMigratable() {
   graph_memory::TrimUnused();  // a graph pool's cached memory need not stop a suspend
-  uint64_t n = NonMigratableBytes();
+  uint64_t n = Runtime::Get().non_migratable().Bytes();
   if (n == 0) return Result::Ok();
   return Result::Error(ErrorCode::kBusy, "process holds " + std::to_string(n) +
                                     " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
@@ -336,26 +331,10 @@ const char* StateName(State s) {
 
 State CurrentState() { return g_state.load(); }
 
-void NoteNonMigratable(uint64_t key, uint64_t bytes, CUcontext ctx) {
+void ForgetContext(CUcontext ctx) {
+  Runtime::Get().non_migratable().ForgetContext(ctx);
   std::lock_guard<std::mutex> lock(g_book_mu);
-  (*g_nonmig)[key] = NonMigratable{bytes, ctx};
-}
-void ForgetNonMigratable(uint64_t key) {
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  g_nonmig->erase(key);
-}
-void ForgetNonMigratableContext(CUcontext ctx) {
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  for (auto it = g_nonmig->begin(); it != g_nonmig->end();) {
-    it = it->second.ctx == ctx ? g_nonmig->erase(it) : std::next(it);
-  }
   g_contexts->erase(ctx);
-}
-uint64_t NonMigratableBytes() {
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  uint64_t n = 0;
-  for (const auto& [k, v] : *g_nonmig) n += v.bytes;
-  return n;
 }
 void NoteContext(CUcontext ctx) {
   if (ctx == nullptr) return;

@@ -21,12 +21,10 @@ enum class State { kRunning, kSuspended, kCheckpointed };
 const char* StateName(State s);
 State CurrentState();
 
-// Non-migratable device memory (managed, arrays, driver-path allocations,
-// application-owned VMM handles): suspend refuses while any is held.
-void NoteNonMigratable(uint64_t key, uint64_t bytes, CUcontext ctx);
-void ForgetNonMigratable(uint64_t key);
-void ForgetNonMigratableContext(CUcontext ctx);
-uint64_t NonMigratableBytes();
+// A context was destroyed: forget it and the non-migratable memory noted with
+// it (Runtime::non_migratable(), intercept/non_migratable.h; suspend refuses
+// while any of that is held).
+void ForgetContext(CUcontext ctx);
 // Contexts to drain on suspend besides those holding VMM memory and the
 // active primary contexts: those created through the hooks.
 void NoteContext(CUcontext ctx);

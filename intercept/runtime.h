@@ -14,6 +14,7 @@
 #include "intercept/allocation_tracker.h"
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
+#include "intercept/non_migratable.h"
 #include "intercept/runtime_settings.h"
 #include "quota/quota_ledger.h"
 #include "vmm/vmm.h"
@@ -43,6 +44,7 @@ class Runtime {
   // Compute share, weight and priority as `vgpuctl set` leaves them (from the
   // configuration until then).
   RuntimeSettings& settings() { return settings_; }
+  NonMigratableBook& non_migratable() { return non_migratable_; }
 
   void OnForkChild();
 
@@ -58,6 +60,7 @@ class Runtime {
   AllocationTracker allocations_;
   CallSites call_sites_;
   RuntimeSettings settings_;
+  NonMigratableBook non_migratable_;
   std::atomic<bool> ready_{false};
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
