@@ -10,7 +10,6 @@
 #include "common/config/config.h"
 #include "common/log.h"
 #include "driver/real_driver.h"
-#include "intercept/quota.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::graph_memory {
@@ -63,11 +62,11 @@ void SettleLocked(int device) {
   const uint64_t reserved = PoolAttribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
   uint64_t& charged = g_charged[device];
   if (reserved < charged) {
-    ReleaseQuota(device, charged - reserved);
+    Runtime::Get().accounting().Release(device, charged - reserved);
     charged = reserved;
   } else if (reserved > charged) {
     // The driver rounded its pool up beyond the nodes' sizes, after the fact.
-    if (ChargeQuota(device, reserved - charged)) {
+    if (Runtime::Get().accounting().Reserve(device, reserved - charged)) {
       charged = reserved;
     } else {
       VGPU_LOG(kWarn, "graph memory pool of device {} holds {} bytes, {} charged to the quota",
@@ -138,7 +137,7 @@ LaunchScope::LaunchScope(CUgraphExec exec) {
     const uint64_t reserved = PoolAttribute(d, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
     const uint64_t room = reserved > used ? reserved - used : 0;
     const uint64_t grow = bytes[d] > room ? bytes[d] - room : 0;
-    if (!ChargeQuota(d, grow)) {
+    if (!Runtime::Get().accounting().Reserve(d, grow)) {
       ok_ = false;
       for (int u = 0; u < d; ++u) {
         if ((devices_ >> u) & 1u) SettleLocked(u);  // gives back what this launch took

@@ -76,10 +76,7 @@ CUresult NoteCreated(CUcontext* pctx, CUresult r) {
 void ReleaseContextCharges(CUcontext ctx) {
   Vmm().FreeContext(ctx);
   residency::ForgetContext(ctx);
-  Runtime& rt = Runtime::Get();
-  for (const Charge& c : rt.allocations().TakeContext(ctx)) {
-    if (rt.ledger() != nullptr) rt.ledger()->Release(c.device, c.bytes);
-  }
+  Runtime::Get().accounting().ReleaseOwner(ctx);
 }
 
 }  // namespace

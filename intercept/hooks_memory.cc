@@ -11,12 +11,11 @@
 
 #include "common/byte_size.h"
 #include "common/counters.h"
+#include "common/log.h"
 #include "driver/real_driver.h"
 #include "intercept/coordination.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
-#include "common/log.h"
-#include "intercept/quota.h"
 #include "intercept/residency.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -36,96 +35,38 @@ CUresult CurrentWhere(Where* w) {
   return REAL_CALL(cuCtxGetCurrent, &w->ctx);
 }
 
-// Every final quota refusal passes here (VMM or not): it is also where it is counted.
-void LogRefusal(int device, uint64_t bytes) {
-  counters::Add(counters::Id::kAllocationsRefused);
-  DeviceLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr) return;
-  // With VGPU_TRACE_ALLOCATIONS the line names the allocation's call site.
-  const std::string site = Runtime::Get().call_sites().Describe(Runtime::Get().call_sites().Capture());
-  VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}{}{}",
-           Runtime::Get().devices().ToVirtual(DriverOrdinal(device)).value(),
-           FormatByteSize(ledger->Limit(device)).c_str(), FormatByteSize(ledger->Used(device)).c_str(),
-           FormatByteSize(bytes).c_str(), site.empty() ? "" : " at ", site);
-}
+AllocationAccounting& Accounting() { return Runtime::Get().accounting(); }
 
-bool TryReserve(int device, uint64_t bytes) {
-  DeviceLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr || bytes == 0) return true;
-  if (!ledger->TryReserve(device, bytes)) return false;
-  counters::Add(counters::Id::kQuotaChargedBytes, bytes);
-  return true;
-}
+// Keys of the non-migratable table: the handle tagged by its kind.
+uint64_t NmKey(ChargeKind kind, uint64_t key) { return AllocationAccounting::TraceKey(kind, key); }
 
-bool Reserve(int device, uint64_t bytes) {
-  if (TryReserve(device, bytes)) return true;
-  LogRefusal(device, bytes);
-  return false;
-}
-
-void Unreserve(int device, uint64_t bytes) {
-  if (DeviceLedger* ledger = Runtime::Get().ledger(); ledger != nullptr && bytes != 0) {
-    ledger->Release(device, bytes);
-  }
-}
-
-// Allocation call sites (VGPU_TRACE_ALLOCATIONS; a branch when off). Keys
-// are tagged by kind like the charges'; VMM allocations by their address.
-uint64_t TraceKey(ChargeKind kind, uint64_t key) { return key ^ (static_cast<uint64_t>(kind) << 62); }
-void TraceAlloc(uint64_t key, uint64_t bytes) {
-  CallSites& cs = Runtime::Get().call_sites();
-  if (cs.enabled()) cs.OnAlloc(key, bytes, cs.Capture());
-}
-
-// Records a charge. An existing charge under the same key belongs to memory
-// the driver already freed behind our back (a destroyed context's), since it
-// never hands out a live pointer or handle twice: that charge is returned.
-void Record(ChargeKind kind, uint64_t key, const Charge& c) {
-  Charge stale;
-  if (Runtime::Get().allocations().Take(kind, key, &stale)) Unreserve(stale.device, stale.bytes);
-  Runtime::Get().allocations().Add(kind, key, c);
-}
-
-// Reserve, allocate, record; or roll back.
+// Reserve, allocate, record; or roll back (quota/allocation_accounting.h).
 template <typename Alloc>
 CUresult Charged(ChargeKind kind, const Where& w, uint64_t bytes, Alloc&& alloc) {
-  if (!Reserve(w.device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  AllocationAccounting& a = Accounting();
+  if (!a.Reserve(w.device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t key = 0;
   CUresult r = alloc(&key);
   if (r != CUDA_SUCCESS) {
-    Unreserve(w.device, bytes);
+    a.Release(w.device, bytes);
     return r;
   }
-  if (Runtime::Get().ledger() != nullptr) Record(kind, key, Charge{bytes, w.device, w.ctx});
-  TraceAlloc(TraceKey(kind, key), bytes);
+  a.Commit(kind, key, w.device, w.ctx, bytes);
   return r;
 }
 
-uint64_t NmKey(ChargeKind kind, uint64_t key);
-
-
-// Frees through the driver and returns the charge. The charge is taken out
-// first: as soon as the driver has freed, another thread may get the same
-// pointer or handle back and record its own charge under that key.
+// Frees through the driver and returns the charge.
 template <typename Free>
 CUresult FreeCharged(ChargeKind kind, uint64_t key, Free&& free_fn) {
-  Charge c;
-  bool charged = Runtime::Get().allocations().Take(kind, key, &c);
+  AllocationAccounting& a = Accounting();
+  const AllocationAccounting::FreeTicket ticket = a.BeginFree(kind, key);
   CUresult r = free_fn();
-  if (r != CUDA_SUCCESS) {
-    if (charged) Runtime::Get().allocations().Add(kind, key, c);
-    return r;
-  }
-  if (charged) Unreserve(c.device, c.bytes);
-  Runtime::Get().call_sites().OnFree(TraceKey(kind, key));
-  Runtime::Get().non_migratable().Forget(NmKey(kind, key));
+  a.EndFree(kind, key, ticket, r == CUDA_SUCCESS);
+  if (r == CUDA_SUCCESS) Runtime::Get().non_migratable().Forget(NmKey(kind, key));
   return r;
 }
 
 uint64_t Key(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-// Keys of the non-migratable table: the handle tagged by its kind.
-uint64_t NmKey(ChargeKind kind, uint64_t key) { return key ^ (static_cast<uint64_t>(kind) << 62); }
 
 bool VmmOn() { return Runtime::Get().config().vmm; }
 
@@ -137,24 +78,13 @@ constexpr size_t kPitchAlignment = 512;  // what cuMemAllocPitch pads rows to
 // as on a real GPU, and the quota bounds what the device really holds. The
 // manager retries a refusal after emptying its cache of freed chunks, so only
 // the final refusal is logged (one log line per CUDA_ERROR_OUT_OF_MEMORY).
-// What the quota (if any) still allows on `device`; UINT64_MAX without one.
-uint64_t QuotaAvailable(int device) {
-  DeviceLedger* ledger = Runtime::Get().ledger();
-  if (ledger == nullptr || ledger->Limit(device) == kUnlimited) return UINT64_MAX;
-  uint64_t limit = ledger->Limit(device), used = ledger->Used(device);
-  return used >= limit ? 0 : limit - used;
-}
-
 void InstallVmmAccounting() {
   vmm::Accounting a;
-  a.reserve = [](int device, uint64_t bytes) { return TryReserve(device, bytes); };
-  a.release = [](int device, uint64_t bytes) { Unreserve(device, bytes); };
-  a.refused = [](int device, uint64_t bytes) { LogRefusal(device, bytes); };
-  a.limit = [](int device) -> uint64_t {
-    DeviceLedger* ledger = Runtime::Get().ledger();
-    return ledger == nullptr ? UINT64_MAX : ledger->Limit(device);
-  };
-  a.available = QuotaAvailable;
+  a.reserve = [](int device, uint64_t bytes) { return Accounting().TryReserve(device, bytes); };
+  a.release = [](int device, uint64_t bytes) { Accounting().Release(device, bytes); };
+  a.refused = [](int device, uint64_t bytes) { Accounting().ReportRefusal(device, bytes); };
+  a.limit = [](int device) { return Accounting().Limit(device); };
+  a.available = [](int device) { return Accounting().Available(device); };
   Vmm().SetAccounting(a);
 }
 
@@ -172,14 +102,15 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   // A retry after which this job was itself suspended (its turn ended while it
   // waited) is not counted: under rotation it may wait through many turns.
   constexpr int kMaxRoomRetries = 8;
-  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries && QuotaAvailable(w.device) >= bytes;) {
+  for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries &&
+                  Accounting().Available(w.device) >= bytes;) {
     const uint64_t parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (!coordination::AskForRoom(w.device, bytes)) break;
     r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
     const uint64_t now_parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (now_parked == parked) ++i;
   }
-  if (r == CUDA_SUCCESS) TraceAlloc(*dptr, bytes);
+  if (r == CUDA_SUCCESS) Accounting().TraceAlloc(ChargeKind::kPointer, *dptr, bytes);
   return r;
 }
 
@@ -187,7 +118,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
 // destroys.
 CUresult VmmFreeNow(CUdeviceptr dptr) {
   CUresult r = Vmm().Free(dptr, nullptr);
-  if (r == CUDA_SUCCESS) Runtime::Get().call_sites().OnFree(dptr);
+  if (r == CUDA_SUCCESS) Accounting().TraceFree(ChargeKind::kPointer, dptr);
   return r;
 }
 
@@ -246,7 +177,7 @@ struct PendingRelease {
 // Runs on the stream when it reaches a cuMemFreeAsync: touches only the ledger.
 void CUDA_CB ReleaseWhenReached(void* p) {
   auto* pr = static_cast<PendingRelease*>(p);
-  Unreserve(pr->device, pr->bytes);
+  Accounting().Release(pr->device, pr->bytes);
   delete pr;
 }
 
@@ -272,7 +203,7 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
   CUresult r = ptsz ? REAL_CALL(cuMemFreeAsync_ptsz, dptr, h) : REAL_CALL(cuMemFreeAsync, dptr, h);
   if (r != CUDA_SUCCESS) return r;
   Charge c;
-  if (!Runtime::Get().allocations().Take(ChargeKind::kPointer, dptr, &c)) return r;
+  if (!Accounting().TakeCharge(ChargeKind::kPointer, dptr, &c)) return r;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   REAL_CALL(cuStreamIsCapturing, h, &st);
   auto* pr = new PendingRelease{c.device, c.bytes};
@@ -317,9 +248,6 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream h, CUmemoryPool po
 }
 
 }  // namespace
-
-bool ChargeQuota(int device, uint64_t bytes) { return Reserve(device, bytes); }
-void ReleaseQuota(int device, uint64_t bytes) { Unreserve(device, bytes); }
 
 }  // namespace vgpu
 
@@ -366,20 +294,11 @@ VGPU_HOOK(cuMemAllocPitch_v2) CUresult CUDAAPI vgpu_hook_cuMemAllocPitch_v2(CUde
       return rr;
     });
     if (r != CUDA_SUCCESS) return r;
-    uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
-    if (real != guess) {
-      vgpu::Charge c;
-      vgpu::Runtime::Get().allocations().Take(ChargeKind::kPointer, *dptr, &c);
-      if (real < guess) {
-        vgpu::Unreserve(w.device, guess - real);
-      } else if (!vgpu::Reserve(w.device, real - guess)) {
-        REAL_CALL(cuMemFree_v2, *dptr);
-        vgpu::Unreserve(w.device, guess);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      if (vgpu::Runtime::Get().ledger() != nullptr) {
-        vgpu::Record(ChargeKind::kPointer, *dptr, vgpu::Charge{real, w.device, w.ctx});
-      }
+    const uint64_t real = static_cast<uint64_t>(*pPitch) * Height;
+    if (!vgpu::Accounting().Resize(ChargeKind::kPointer, *dptr, real)) {
+      vgpu::FreeCharged(ChargeKind::kPointer, *dptr,
+                        [&] { return REAL_CALL(cuMemFree_v2, *dptr); });
+      return CUDA_ERROR_OUT_OF_MEMORY;
     }
     // Driver memory, like cuMemAlloc's off VMM: suspend cannot move it, so
     // suspend and checkpoint must refuse rather than leave it behind.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "common/byte_size.h"
 #include "common/log.h"
 #include "ctl/control/agent_server.h"
 #include "driver/real_driver.h"
@@ -65,7 +66,15 @@ Runtime& Runtime::Get() {
   return *rt;
 }
 
-Runtime::Runtime() {
+Runtime::Runtime()
+    : accounting_(AccountingObservers{
+          .refused = [this](int device, uint64_t bytes) { ReportRefusal(device, bytes); },
+          .allocated =
+              [this](uint64_t key, uint64_t bytes) {
+                if (call_sites_.enabled()) call_sites_.OnAlloc(key, bytes, call_sites_.Capture());
+              },
+          .freed = [this](uint64_t key) { call_sites_.OnFree(key); },
+      }) {
   if (!LoadConfig([](const char* n) { return std::getenv(n); }, &config_, &config_error_)) {
     if (config_error_.empty()) config_error_ = "invalid configuration";
   }
@@ -137,6 +146,7 @@ CUresult Runtime::BuildPhaseTwo() {
       return CUDA_ERROR_NOT_INITIALIZED;
     }
     ledger_view_ = std::make_unique<DeviceLedger>(ledger_.get());
+    accounting_.SetQuota(ledger_view_.get());
   }
   settings_.InitFrom(config_);
   if (!ComputeShare::Start(&error)) {
@@ -148,9 +158,20 @@ CUresult Runtime::BuildPhaseTwo() {
   return CUDA_SUCCESS;
 }
 
+// With VGPU_TRACE_ALLOCATIONS the line names the allocation's call site.
+void Runtime::ReportRefusal(int device, uint64_t bytes) {
+  if (ledger_view_ == nullptr) return;
+  const std::string site = call_sites_.Describe(call_sites_.Capture());
+  VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}{}{}",
+           devices_.ToVirtual(DriverOrdinal(device)).value(),
+           FormatByteSize(ledger_view_->Limit(device)).c_str(),
+           FormatByteSize(ledger_view_->Used(device)).c_str(), FormatByteSize(bytes).c_str(),
+           site.empty() ? "" : " at ", site);
+}
+
 void Runtime::OnForkChild() {
   // The parent's CUDA context does not survive fork; neither do its charges.
-  allocations_.Clear();
+  accounting_.Clear();
   if (ledger_ != nullptr) ledger_->OnForkChild();
   // The driver refuses a forked child's calls; so do the hooks that would
   // otherwise answer from state of the parent's (device count, mapping).

@@ -11,11 +11,11 @@
 
 #include "common/call_sites.h"
 #include "common/config/config.h"
-#include "intercept/allocation_tracker.h"
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
 #include "intercept/non_migratable.h"
 #include "intercept/runtime_settings.h"
+#include "quota/allocation_accounting.h"
 #include "quota/quota_ledger.h"
 #include "vmm/vmm.h"
 
@@ -38,7 +38,9 @@ class Runtime {
   // nullptr when no quota applies (no limit and no group): pure pass-through.
   // Addressed by driver ordinal (intercept/device_ledger.h).
   DeviceLedger* ledger() const { return ledger_view_.get(); }
-  AllocationTracker& allocations() { return allocations_; }
+  // Charges against that ledger (quota/allocation_accounting.h); charges
+  // nothing while ledger() is nullptr.
+  AllocationAccounting& accounting() { return accounting_; }
   // Allocation call sites; enabled (phase two) with VGPU_TRACE_ALLOCATIONS.
   CallSites& call_sites() { return call_sites_; }
   // Compute share, weight and priority as `vgpuctl set` leaves them (from the
@@ -51,13 +53,14 @@ class Runtime {
  private:
   Runtime();
   CUresult BuildPhaseTwo();
+  void ReportRefusal(int device, uint64_t bytes);
 
   Config config_;
   std::string config_error_;
   DeviceMap devices_;
   std::unique_ptr<QuotaLedger> ledger_;
   std::unique_ptr<DeviceLedger> ledger_view_;
-  AllocationTracker allocations_;
+  AllocationAccounting accounting_;
   CallSites call_sites_;
   RuntimeSettings settings_;
   NonMigratableBook non_migratable_;

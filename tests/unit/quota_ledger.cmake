@@ -6,3 +6,10 @@ add_executable(quota_ledger_test quota_ledger_test.cc)
 target_link_libraries(quota_ledger_test PRIVATE vgpu_quota vgpu_common vgpu_warnings GTest::gtest_main
                       Threads::Threads)
 gtest_discover_tests(quota_ledger_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120)
+
+# The process side of the quota (quota/allocation_accounting.h) on a fake
+# quota: reserve/commit/free, stale charges, resize, context teardown.
+add_executable(allocation_accounting_test allocation_accounting_test.cc)
+target_link_libraries(allocation_accounting_test PRIVATE vgpu_quota vgpu_common vgpu_warnings
+                      GTest::gtest_main)
+gtest_discover_tests(allocation_accounting_test PROPERTIES LABELS unit TIMEOUT 30)

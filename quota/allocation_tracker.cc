@@ -1,4 +1,4 @@
-#include "intercept/allocation_tracker.h"
+#include "quota/allocation_tracker.h"
 
 namespace vgpu {
 
@@ -16,11 +16,11 @@ bool AllocationTracker::Take(ChargeKind kind, uint64_t key, Charge* out) {
   return true;
 }
 
-std::vector<Charge> AllocationTracker::TakeContext(CUcontext ctx) {
+std::vector<Charge> AllocationTracker::TakeOwner(const void* owner) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Charge> out;
   for (auto it = charges_.begin(); it != charges_.end();) {
-    if (it->second.ctx == ctx) {
+    if (it->second.owner == owner) {
       out.push_back(it->second);
       it = charges_.erase(it);
     } else {

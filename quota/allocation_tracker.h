@@ -1,8 +1,8 @@
 // What this process holds against its quota, so that frees, context teardown
-// and stream-ordered frees return exactly what was charged.
+// and stream-ordered frees return exactly what was charged. Keys are the
+// driver's pointers and handles, tagged by kind; an owner is the context the
+// memory dies with (opaque here: quota/ knows no driver types).
 #pragma once
-
-#include <cuda.h>
 
 #include <cstdint>
 #include <mutex>
@@ -15,8 +15,8 @@ enum class ChargeKind : uint8_t { kPointer, kVmmHandle, kArray, kMipmappedArray 
 
 struct Charge {
   uint64_t bytes = 0;
-  int device = 0;  // physical ordinal
-  CUcontext ctx = nullptr;
+  int device = 0;               // physical ordinal
+  const void* owner = nullptr;  // the CUcontext, or nullptr (outlives contexts)
 };
 
 class AllocationTracker {
@@ -24,8 +24,8 @@ class AllocationTracker {
   void Add(ChargeKind kind, uint64_t key, const Charge& c);
   // Removes and returns the charge; false if none is recorded.
   bool Take(ChargeKind kind, uint64_t key, Charge* out);
-  // Removes every charge made in ctx (the driver frees them with it).
-  std::vector<Charge> TakeContext(CUcontext ctx);
+  // Removes every charge owned by `owner` (the driver frees them with it).
+  std::vector<Charge> TakeOwner(const void* owner);
   void Clear();
 
  private:
