@@ -65,7 +65,9 @@ CUresult AddNode(CUgraphNodeParams* np, Add&& add) {
 template <typename Instantiate>
 CUresult Instantiated(CUgraphExec* exec, CUgraph graph, Instantiate&& instantiate) {
   CUresult r = instantiate();
-  if (r == CUDA_SUCCESS && exec != nullptr) graph_memory::OnInstantiated(*exec, graph);
+  if (r == CUDA_SUCCESS && exec != nullptr) {
+    Runtime::Get().graph_memory().OnInstantiated(*exec, graph_memory::AllocationBytes(graph));
+  }
   return r;
 }
 
@@ -130,7 +132,7 @@ VGPU_HOOK(cuGraphInstantiate_v2) CUresult CUDAAPI vgpu_hook_cuGraphInstantiate_v
 VGPU_HOOK(cuGraphExecDestroy) CUresult CUDAAPI vgpu_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
     CUresult r = REAL_CALL(cuGraphExecDestroy, hGraphExec);
-    if (r == CUDA_SUCCESS) vgpu::graph_memory::OnDestroyed(hGraphExec);
+    if (r == CUDA_SUCCESS) vgpu::Runtime::Get().graph_memory().OnDestroyed(hGraphExec);
     return r;
   });
 }
@@ -140,7 +142,7 @@ VGPU_HOOK(cuDeviceGraphMemTrim) CUresult CUDAAPI vgpu_hook_cuDeviceGraphMemTrim(
     const int p = vgpu::Runtime::Get().devices().ToPhysical(vgpu::VisibleIndex(device)).value();
     if (p < 0) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDeviceGraphMemTrim, p);
-    if (r == CUDA_SUCCESS) vgpu::graph_memory::Settle(p);
+    if (r == CUDA_SUCCESS) vgpu::Runtime::Get().graph_memory().Settle(p);
     return r;
   });
 }

@@ -3,10 +3,10 @@
 // log. (The async copies are gated pass-through: intercept/hooks_gated.cc.)
 #include "driver/real_driver.h"
 #include "intercept/current_context.h"
-#include "intercept/graph_memory.h"
 #include "intercept/hooks.h"
 #include "intercept/node_devices.h"
 #include "intercept/residency.h"
+#include "intercept/runtime.h"
 #include "share/compute_share.h"
 
 namespace {
@@ -25,13 +25,14 @@ inline void Govern(CUstream stream, bool per_thread) {
 }
 
 // A graph with memory allocation nodes takes memory at launch: the quota is
-// charged around the real call (intercept/graph_memory.h). Other graphs pay
-// one relaxed atomic load.
+// charged around the real call (quota/graph_memory_charge.h). Other graphs
+// pay one relaxed atomic load.
 template <typename Real>
 CUresult LaunchGraph(CUgraphExec exec, Real&& real) {
-  if (!vgpu::graph_memory::Active()) return real();
+  vgpu::GraphMemoryCharge& graph_memory = vgpu::Runtime::Get().graph_memory();
+  if (!graph_memory.Active()) return real();
   return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
-    vgpu::graph_memory::LaunchScope charge(exec);
+    vgpu::GraphMemoryCharge::LaunchScope charge(graph_memory, exec);
     return charge.ok() ? real() : CUDA_ERROR_OUT_OF_MEMORY;
   });
 }

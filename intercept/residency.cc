@@ -21,11 +21,10 @@
 #include "checkpoint/image_writer.h"
 #include "common/byte_size.h"
 #include "common/counters.h"
+#include "common/log.h"
 #include "common/process_info.h"
 #include "driver/cu_status.h"
 #include "driver/real_driver.h"
-#include "common/log.h"
-#include "intercept/graph_memory.h"
 #include "intercept/residency_staging.h"
 #include "intercept/runtime.h"
 #include "vmm/vmm.h"
@@ -101,7 +100,9 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
 }
 
 Result RefuseNonMigratable() {
-  graph_memory::TrimUnused();  // a graph pool's cached memory need not stop a suspend
+  Runtime::Get()
+      .graph_memory()
+      .TrimUnused();  // a graph pool's cached memory need not stop a suspend
   uint64_t n = Runtime::Get().non_migratable().Bytes();
   if (n == 0) return Result::Ok();
   return Result::Error(ErrorCode::kBusy, "process holds " + std::to_string(n) +

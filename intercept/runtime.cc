@@ -74,6 +74,14 @@ Runtime::Runtime()
                 if (call_sites_.enabled()) call_sites_.OnAlloc(key, bytes, call_sites_.Capture());
               },
           .freed = [this](uint64_t key) { call_sites_.OnFree(key); },
+      }),
+      graph_memory_(&graph_pools_, &accounting_, [this](int device, uint64_t charged) {
+        const uint64_t key = graph_memory::NonMigratableKey(device);
+        if (charged == 0) {
+          non_migratable_.Forget(key);
+        } else {
+          non_migratable_.Note(key, charged, nullptr);
+        }
       }) {
   if (!LoadConfig([](const char* n) { return std::getenv(n); }, &config_, &config_error_)) {
     if (config_error_.empty()) config_error_ = "invalid configuration";

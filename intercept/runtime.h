@@ -13,6 +13,7 @@
 #include "common/config/config.h"
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
+#include "intercept/graph_memory.h"
 #include "intercept/non_migratable.h"
 #include "intercept/runtime_settings.h"
 #include "quota/allocation_accounting.h"
@@ -41,6 +42,8 @@ class Runtime {
   // Charges against that ledger (quota/allocation_accounting.h); charges
   // nothing while ledger() is nullptr.
   AllocationAccounting& accounting() { return accounting_; }
+  // The quota's charge for the driver's graph pools.
+  GraphMemoryCharge& graph_memory() { return graph_memory_; }
   // Allocation call sites; enabled (phase two) with VGPU_TRACE_ALLOCATIONS.
   CallSites& call_sites() { return call_sites_; }
   // Compute share, weight and priority as `vgpuctl set` leaves them (from the
@@ -61,6 +64,8 @@ class Runtime {
   std::unique_ptr<QuotaLedger> ledger_;
   std::unique_ptr<DeviceLedger> ledger_view_;
   AllocationAccounting accounting_;
+  graph_memory::DriverGraphPools graph_pools_;
+  GraphMemoryCharge graph_memory_;
   CallSites call_sites_;
   RuntimeSettings settings_;
   NonMigratableBook non_migratable_;

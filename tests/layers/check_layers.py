@@ -75,7 +75,7 @@ KNOWN_CYCLES = [
      "common/config/option_table"},
     # The Runtime singleton ties these together (issue 28: one composition root).
     {"intercept/agent_handler", "intercept/agent_set", "intercept/coordination",
-     "intercept/graph_memory", "intercept/migration", "intercept/residency",
+     "intercept/migration", "intercept/residency",
      "intercept/residency_staging", "intercept/runtime"},
     {"ctl/cdi/cdi_host", "ctl/cdi/library_deps"},
     {"sim/modules/builtin_kernels", "sim/modules/cubin_reader", "sim/modules/module_image",

@@ -13,3 +13,9 @@ add_executable(allocation_accounting_test allocation_accounting_test.cc)
 target_link_libraries(allocation_accounting_test PRIVATE vgpu_quota vgpu_common vgpu_warnings
                       GTest::gtest_main)
 gtest_discover_tests(allocation_accounting_test PROPERTIES LABELS unit TIMEOUT 30)
+
+# The graph-memory charge (quota/graph_memory_charge.h) on fake pools.
+add_executable(graph_memory_charge_test graph_memory_charge_test.cc)
+target_link_libraries(graph_memory_charge_test PRIVATE vgpu_quota vgpu_common vgpu_warnings
+                      GTest::gtest_main)
+gtest_discover_tests(graph_memory_charge_test PROPERTIES LABELS unit TIMEOUT 30)
