@@ -17,8 +17,8 @@
 #include "intercept/agent_set.h"
 #include "intercept/coordination.h"
 #include "intercept/migration.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -70,7 +70,7 @@ Response ToResponse(const residency::Result& r) {
   if (!r.ok) return Response::Error(r.code, r.message);
   nlohmann::json j = {{"bytes", r.bytes},
                       {"seconds", r.seconds},
-                      {"state", residency::StateName(residency::CurrentState())}};
+                      {"state", residency::StateName(Runtime::Get().residency().state())}};
   if (!r.path.empty()) j["path"] = r.path;
   if (!r.phases.empty()) {
     nlohmann::json phases = nlohmann::json::object();
@@ -87,13 +87,13 @@ Response Checkpoint(const ctl::Request& req, const Progress& progress) {
   if (dir.empty()) {
     if (auto s = DefaultCheckpointDir(&dir); !s.ok()) return Response::Error(s);
   }
-  return ToResponse(residency::Checkpoint(dir, a.leave_running, progress));
+  return ToResponse(Runtime::Get().residency().Checkpoint(dir, a.leave_running, progress));
 }
 
 Response Restore(const ctl::Request& req, const Progress& progress) {
   ctl::RestoreArgs a;
   if (auto s = ctl::ParseRestoreArgs(req.args, &a); !s.ok()) return Response::Error(s);
-  return ToResponse(residency::Restore(a.from, progress));
+  return ToResponse(Runtime::Get().residency().Restore(a.from, progress));
 }
 
 // libvgpu's agent commands, all of them: the server (ctl/control) has checked
@@ -108,7 +108,7 @@ constexpr size_t kTopCallSites = 20;
 Response Parked(const ctl::Request& req, Response r) {
   const nlohmann::json& a = req.args;
   const bool by_vgpud = a.is_object() && a.contains("by") && a["by"] == "vgpud";
-  if (r.ok && by_vgpud && residency::CurrentState() != residency::State::kRunning) {
+  if (r.ok && by_vgpud && Runtime::Get().residency().state() != residency::State::kRunning) {
     const bool has_grace = a.contains("grace_ms") && a["grace_ms"].is_number_integer();
     coordination::NoteParkedByCoordinator(has_grace ? a["grace_ms"].get<int64_t>() : 0);
   }
@@ -126,8 +126,10 @@ class ResidencyHandler : public ctl::Handler {
     Progress progress = ProgressTo(sink);
     if (req.cmd == "info") return Info();
     if (req.cmd == "ps") return ctl::ProcessListOf(Info());
-    if (req.cmd == "suspend") return Parked(req, ToResponse(residency::Suspend(progress)));
-    if (req.cmd == "resume") return Unparked(ToResponse(residency::Resume(progress)));
+    if (req.cmd == "suspend")
+      return Parked(req, ToResponse(Runtime::Get().residency().Suspend(progress)));
+    if (req.cmd == "resume")
+      return Unparked(ToResponse(Runtime::Get().residency().Resume(progress)));
     if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
     if (req.cmd == "restore") return Unparked(Restore(req, progress));
     if (req.cmd == "set") return HandleSet(req);
@@ -144,9 +146,9 @@ class ResidencyHandler : public ctl::Handler {
     info.uid = getuid();
     info.version = VGPU_VERSION;
     info.group = rt.config().group;
-    info.state = residency::StateName(residency::CurrentState());
+    info.state = residency::StateName(Runtime::Get().residency().state());
     info.command = Comm();
-    std::map<int, uint64_t> vmm_used = Vmm().LiveBytesByDevice();
+    std::map<int, uint64_t> vmm_used = Runtime::Get().vmm().LiveBytesByDevice();
     for (int v = 0; v < rt.devices().count(); ++v) {
       const int p = rt.devices().ToPhysical(VisibleIndex(v)).value();
       ctl::DeviceInfo d;

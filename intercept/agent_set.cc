@@ -60,7 +60,7 @@ Response SetMemoryLimit(uint64_t requested, const std::vector<int>& targets) {
     const uint64_t old = ledger->Limit(p);
     // Freed chunks the VMM keeps for reuse are charged, but not the job's:
     // they go first (never waiting for an allocation or a suspend in flight).
-    if (bytes < old) Vmm().TryTrimCache(p);
+    if (bytes < old) Runtime::Get().vmm().TryTrimCache(p);
     uint64_t used = 0;
     if (!ledger->TrySetLimit(p, bytes, &used)) {
       for (const auto& [d, limit] : changed) ledger->SetLimit(d, limit);

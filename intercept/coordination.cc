@@ -13,9 +13,9 @@
 #include "common/log.h"
 #include "ctl/control/client.h"
 #include "driver/real_driver.h"
-#include "intercept/quiesce_gate.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
+#include "residency/quiesce_gate.h"
 #include "vmm/vmm.h"
 
 namespace vgpu::coordination {
@@ -48,7 +48,7 @@ bool DaemonAnswers() {
 // Free physical memory of every device this job has memory on is at least
 // what it needs there (NVML, which is node-wide).
 bool MemoryFits() {
-  for (const auto& [device, bytes] : Vmm().LiveBytesByDevice()) {
+  for (const auto& [device, bytes] : Runtime::Get().vmm().LiveBytesByDevice()) {
     Runtime& rt = Runtime::Get();
     const std::string uuid = rt.devices().uuid(rt.devices().ToVirtual(DriverOrdinal(device)));
     nvmlDevice_t h = nullptr;
@@ -69,7 +69,7 @@ void WatchdogLoop() {
   bool lost = false;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (!g_parked.load() || residency::CurrentState() == residency::State::kRunning) {
+    if (!g_parked.load() || Runtime::Get().residency().state() == residency::State::kRunning) {
       lost = false;
       continue;
     }
@@ -86,8 +86,9 @@ void WatchdogLoop() {
     // NVML counts its inits: once for the life of the watchdog.
     static const bool nvml_ready = REAL_NVML_CALL(nvmlInit_v2) == NVML_SUCCESS;
     if (!nvml_ready || !MemoryFits()) continue;
-    const bool on_disk = residency::CurrentState() == residency::State::kCheckpointed;
-    residency::Result r = on_disk ? residency::Restore("", {}) : residency::Resume({});
+    const bool on_disk = Runtime::Get().residency().state() == residency::State::kCheckpointed;
+    residency::Result r = on_disk ? Runtime::Get().residency().Restore("", {})
+                                  : Runtime::Get().residency().Resume({});
     if (r.ok) {
       NoteUnparked();
       // The image was vgpud's parking place, not a checkpoint anyone asked

@@ -6,8 +6,8 @@
 #include <cuda.h>
 
 #include "intercept/hooks.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
 
 namespace vgpu {
 

@@ -8,8 +8,8 @@
 #include "intercept/current_context.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -69,13 +69,21 @@ bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* 
 // kernels may work on memory another context allocated.
 CUresult NoteCreated(CUcontext* pctx, CUresult r) {
   ForgetCurrentContext();  // a created context is pushed onto this thread's stack
-  if (r == CUDA_SUCCESS && pctx != nullptr) residency::NoteContext(*pctx);
+  if (r == CUDA_SUCCESS && pctx != nullptr) Runtime::Get().residency().NoteContext(*pctx);
   return r;
 }
 
+// A context is gone: suspend no longer drains it, and the non-migratable
+// memory noted with it went with it.
+void ForgetContext(CUcontext ctx) {
+  Runtime& rt = Runtime::Get();
+  rt.non_migratable().ForgetContext(ctx);
+  rt.residency().ForgetContext(ctx);
+}
+
 void ReleaseContextCharges(CUcontext ctx) {
-  Vmm().FreeContext(ctx);
-  residency::ForgetContext(ctx);
+  Runtime::Get().vmm().FreeContext(ctx);
+  ForgetContext(ctx);
   Runtime::Get().accounting().ReleaseOwner(ctx);
 }
 
@@ -205,7 +213,7 @@ VGPU_HOOK(cuGreenCtxCreate) CUresult CUDAAPI vgpu_hook_cuGreenCtxCreate(CUgreenC
     CUresult r = REAL_CALL(cuGreenCtxCreate, phCtx, desc, p, flags);
     CUcontext ctx = nullptr;
     if (r == CUDA_SUCCESS && REAL_CALL(cuCtxFromGreenCtx, &ctx, *phCtx) == CUDA_SUCCESS) {
-      vgpu::residency::NoteContext(ctx);
+      vgpu::Runtime::Get().residency().NoteContext(ctx);
     }
     return r;
   });
@@ -219,7 +227,7 @@ VGPU_HOOK(cuGreenCtxDestroy) CUresult CUDAAPI vgpu_hook_cuGreenCtxDestroy(CUgree
     if (REAL_CALL(cuCtxFromGreenCtx, &ctx, hCtx) != CUDA_SUCCESS) ctx = nullptr;
     CUresult r = REAL_CALL(cuGreenCtxDestroy, hCtx);
     vgpu::ForgetAllCurrentContexts();  // a dead handle may be current somewhere
-    if (r == CUDA_SUCCESS && ctx != nullptr) vgpu::residency::ForgetContext(ctx);
+    if (r == CUDA_SUCCESS && ctx != nullptr) vgpu::ForgetContext(ctx);
     return r;
   });
 }
@@ -359,7 +367,7 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
     vgpu::residency::GateGuard gate;
     CUresult r = REAL_CALL(cuPointerGetAttribute, data, attribute, ptr);
     vgpu::vmm::AllocationInfo info;
-    if (r == CUDA_SUCCESS && vgpu::Vmm().Find(ptr, &info))
+    if (r == CUDA_SUCCESS && vgpu::Runtime::Get().vmm().Find(ptr, &info))
       vgpu::VmmAttribute(attribute, info, data);
     if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
       *static_cast<int*>(data) = vgpu::Visible(*static_cast<int*>(data));
@@ -374,7 +382,7 @@ VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribu
     CUresult r = REAL_CALL(cuPointerGetAttributes, numAttributes, attributes, data, ptr);
     vgpu::vmm::AllocationInfo info;
     if (r == CUDA_SUCCESS && attributes != nullptr && data != nullptr &&
-        vgpu::Vmm().Find(ptr, &info)) {
+        vgpu::Runtime::Get().vmm().Find(ptr, &info)) {
       for (unsigned i = 0; i < numAttributes; ++i) {
         if (data[i] != nullptr) vgpu::VmmAttribute(attributes[i], info, data[i]);
       }

@@ -7,7 +7,7 @@
 // takes; a hook that must do more than pass through belongs in another group.
 #include "driver/real_driver.h"
 #include "intercept/hooks.h"
-#include "intercept/residency.h"
+#include "residency/engine.h"
 
 namespace vgpu {
 namespace {

@@ -5,8 +5,8 @@
 #include "intercept/current_context.h"
 #include "intercept/hooks.h"
 #include "intercept/node_devices.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
 #include "share/compute_share.h"
 
 namespace {

@@ -16,8 +16,8 @@
 #include "intercept/coordination.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -85,7 +85,7 @@ void InstallVmmAccounting() {
   a.refused = [](int device, uint64_t bytes) { Accounting().ReportRefusal(device, bytes); };
   a.limit = [](int device) { return Accounting().Limit(device); };
   a.available = [](int device) { return Accounting().Available(device); };
-  Vmm().SetAccounting(a);
+  Runtime::Get().vmm().SetAccounting(a);
 }
 
 // A VMM-backed allocation of `bytes` on the current context; vmm::Manager
@@ -96,7 +96,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   Where w;
   if (CUresult r = CurrentWhere(&w); r != CUDA_SUCCESS) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+  CUresult r = Runtime::Get().vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
   // Out of device memory, not of quota: vgpud (if it runs) makes room by
   // suspending other jobs. A few retries: another job may take the room first.
   // A retry after which this job was itself suspended (its turn ended while it
@@ -106,7 +106,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
                   Accounting().Available(w.device) >= bytes;) {
     const uint64_t parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (!coordination::AskForRoom(w.device, bytes)) break;
-    r = Vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
+    r = Runtime::Get().vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
     const uint64_t now_parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (now_parked == parked) ++i;
   }
@@ -117,7 +117,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
 // Frees a VMM allocation; vmm::Manager returns the charge of a chunk it
 // destroys.
 CUresult VmmFreeNow(CUdeviceptr dptr) {
-  CUresult r = Vmm().Free(dptr, nullptr);
+  CUresult r = Runtime::Get().vmm().Free(dptr, nullptr);
   if (r == CUDA_SUCCESS) Accounting().TraceFree(ChargeKind::kPointer, dptr);
   return r;
 }
@@ -126,12 +126,12 @@ CUresult VmmFreeNow(CUdeviceptr dptr) {
 // cuMemFree, which synchronizes). False if dptr is not one of ours.
 bool VmmFree(CUdeviceptr dptr, CUresult* result) {
   vmm::AllocationInfo info;
-  if (!Vmm().Find(dptr, &info)) return false;
+  if (!Runtime::Get().vmm().Find(dptr, &info)) return false;
   if (info.va != dptr) {
     *result = CUDA_ERROR_INVALID_VALUE;
     return true;
   }
-  Vmm().WithContext(info.ctx, [] { return REAL_CALL(cuCtxSynchronize); });
+  Runtime::Get().vmm().WithContext(info.ctx, [] { return REAL_CALL(cuCtxSynchronize); });
   *result = VmmFreeNow(dptr);
   return true;
 }
@@ -190,7 +190,7 @@ bool Capturing(CUstream h) {
 CUresult FreeAsync(CUdeviceptr dptr, CUstream h, bool ptsz) {
   if (VmmOn() && !Capturing(h)) {
     vmm::AllocationInfo info;
-    if (Vmm().Find(dptr, &info)) {
+    if (Runtime::Get().vmm().Find(dptr, &info)) {
       if (info.va != dptr) return CUDA_ERROR_INVALID_VALUE;
       // Stream order: the memory is reused only after the work queued before
       // the free has run.
@@ -463,7 +463,7 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
     // Freed chunks kept for reuse are given back first: the answer is then
     // what the driver would say after the program's frees, and it is what
     // the ledger holds.
-    if (vgpu::VmmOn() && have_device) vgpu::Vmm().TrimCache(d);
+    if (vgpu::VmmOn() && have_device) vgpu::Runtime::Get().vmm().TrimCache(d);
     CUresult r = REAL_CALL(cuMemGetInfo_v2, free, total);
     vgpu::DeviceLedger* ledger = vgpu::Runtime::Get().ledger();
     if (r != CUDA_SUCCESS || ledger == nullptr || !have_device) return r;
@@ -479,7 +479,7 @@ VGPU_HOOK(cuMemGetInfo_v2) CUresult CUDAAPI vgpu_hook_cuMemGetInfo_v2(size_t* fr
 VGPU_HOOK(cuMemGetAddressRange_v2) CUresult CUDAAPI vgpu_hook_cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   return vgpu::NoThrow(CUDA_ERROR_UNKNOWN, [&] {
     vgpu::vmm::AllocationInfo info;
-    if (vgpu::Runtime::Get().ready() && vgpu::Vmm().Find(dptr, &info)) {
+    if (vgpu::Runtime::Get().ready() && vgpu::Runtime::Get().vmm().Find(dptr, &info)) {
       if (pbase != nullptr) *pbase = info.va;
       if (psize != nullptr) *psize = info.size;
       return CUDA_SUCCESS;

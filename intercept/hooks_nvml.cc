@@ -137,7 +137,7 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
   // As in cuMemGetInfo: this process's cached freed chunks are given back
   // first, so that its own view matches what it holds. NVML calls are not
   // gated: never wait here for a suspend in progress.
-  Vmm().TryTrimCache(p);
+  Runtime::Get().vmm().TryTrimCache(p);
   uint64_t limit = ledger->Limit(p);
   if (limit == kUnlimited) return false;
   // The same view as cuMemGetInfo's: free is also bounded by the device's.

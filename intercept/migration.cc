@@ -13,9 +13,9 @@
 #include "driver/real_driver.h"
 #include "intercept/node_devices.h"
 #include "intercept/nvml_view.h"
-#include "intercept/quiesce_gate.h"
-#include "intercept/residency.h"
 #include "intercept/runtime.h"
+#include "residency/engine.h"
+#include "residency/quiesce_gate.h"
 #include "share/compute_share.h"
 
 namespace vgpu::migration {
@@ -151,7 +151,7 @@ Response Prepare(const nlohmann::json& args) {
   // A suspended or checkpointed job moves too (its contexts; its memory is
   // off the device and comes back on the target at resume or restore). Its
   // gate is closed already, by the suspension, and stays so.
-  g_gate_ours = residency::CurrentState() == residency::State::kRunning;
+  g_gate_ours = Runtime::Get().residency().state() == residency::State::kRunning;
   LearnNodeUuids();
   const nlohmann::json pairs = args.value("pairs", nlohmann::json::array());
   if (!pairs.is_array() || pairs.empty()) return Response::Error(ErrorCode::kInval, "no GPU pairs");

@@ -12,7 +12,7 @@
 #include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
 #include "intercept/current_context.h"
-#include "intercept/quiesce_gate.h"
+#include "residency/quiesce_gate.h"
 #include "share/compute_share.h"
 
 namespace vgpu {
@@ -28,7 +28,7 @@ void AtForkPrepare() { ctl::Agent::ForkPrepare(); }
 void AtForkParent() { ctl::Agent::ForkParent(); }
 void AtForkChild() {
   ctl::Agent::ForkChild();
-  residency::AfterForkInChild();
+  residency::AfterForkInChild();  // the quiesce gate
   Runtime::Get().OnForkChild();
 }
 
@@ -56,10 +56,30 @@ void ReportFatal(const std::string& message) {
   VGPU_LOG(kError, "{}", message.c_str());
 }
 
-vmm::Manager& Vmm() {
-  static auto* m = new vmm::Manager(driver::Cuda());
-  return *m;
+struct Runtime::DriverMechanisms {
+  explicit DriverMechanisms(Runtime* rt)
+      : vmm(driver::Cuda()),
+        residency(residency::EnginePorts{
+            .cuda = &driver::Cuda(),
+            .vmm = &vmm,
+            .non_migratable_bytes =
+                [rt] {
+                  rt->graph_memory().TrimUnused();  // a pool's cache need not stop a suspend
+                  return rt->non_migratable().Bytes();
+                },
+        }) {}
+  vmm::Manager vmm;
+  residency::Engine residency;
+};
+
+Runtime::DriverMechanisms& Runtime::Mechanisms() {
+  std::call_once(mechanisms_once_,
+                 [this] { mechanisms_ = std::make_unique<DriverMechanisms>(this); });
+  return *mechanisms_;
 }
+
+vmm::Manager& Runtime::vmm() { return Mechanisms().vmm; }
+residency::Engine& Runtime::residency() { return Mechanisms().residency; }
 
 Runtime& Runtime::Get() {
   static Runtime* rt = new Runtime();  // never destroyed: hooks may run during exit

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/call_sites.h"
@@ -18,6 +19,7 @@
 #include "intercept/runtime_settings.h"
 #include "quota/allocation_accounting.h"
 #include "quota/quota_ledger.h"
+#include "residency/engine.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -50,11 +52,18 @@ class Runtime {
   // configuration until then).
   RuntimeSettings& settings() { return settings_; }
   NonMigratableBook& non_migratable() { return non_migratable_; }
+  // The process's VMM-backed memory (docs/vmm.md) on the real driver's table,
+  // and the residency engine that moves it. Built at first use: the driver
+  // table loads then, never while the configuration is being read.
+  vmm::Manager& vmm();
+  residency::Engine& residency();
 
   void OnForkChild();
 
  private:
   Runtime();
+  struct DriverMechanisms;
+  DriverMechanisms& Mechanisms();
   CUresult BuildPhaseTwo();
   void ReportRefusal(int device, uint64_t bytes);
 
@@ -69,14 +78,12 @@ class Runtime {
   CallSites call_sites_;
   RuntimeSettings settings_;
   NonMigratableBook non_migratable_;
+  std::once_flag mechanisms_once_;
+  std::unique_ptr<DriverMechanisms> mechanisms_;
   std::atomic<bool> ready_{false};
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
 };
-
-// The process's VMM-backed memory (docs/vmm.md), on the real driver's table.
-// Created at first use, never destroyed: hooks may run during exit.
-vmm::Manager& Vmm();
 
 // Reports a configuration error once on stderr: a job that would otherwise
 // run without its quota must say why it does not run at all.

@@ -43,8 +43,11 @@ ALLOWED = {
     # and a process's accountant, given a ShareHost) and the quota ledger.
     "share": {"share", "common"},
     "quota": {"quota", "common"},
-    "intercept": {"intercept", "vmm", "checkpoint", "share", "quota", "ctl/control", "common",
-                  "driver"},
+    # Residency (suspend, resume, checkpoint, restore, the quiesce gate): moves
+    # the VMM manager's memory through the driver table it is given.
+    "residency": {"residency", "vmm", "checkpoint", "common", "driver"},
+    "intercept": {"intercept", "residency", "vmm", "checkpoint", "share", "quota", "ctl/control",
+                  "common", "driver"},
     # The simulated node (docs/sim.md, "Source map"), bottom up. vgpu/: sim/include,
     # the kernel ABI. node/: the node region both libraries share.
     "sim": {"sim", "common", "driver", "vgpu"},
@@ -57,7 +60,7 @@ ALLOWED = {
     "sim/api": {"sim/api", "sim/engine", "sim/modules", "sim/node", "common", "driver", "vgpu"},
     "sim/nvml": {"sim/nvml", "sim/node", "common", "driver"},
 }
-PRODUCT = {"common", "driver", "checkpoint", "vmm", "share", "quota", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
+PRODUCT = {"common", "driver", "checkpoint", "vmm", "share", "quota", "residency", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
            "ctl/oci_hook", "intercept"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
@@ -75,8 +78,7 @@ KNOWN_CYCLES = [
      "common/config/option_table"},
     # The Runtime singleton ties these together (issue 28: one composition root).
     {"intercept/agent_handler", "intercept/agent_set", "intercept/coordination",
-     "intercept/migration", "intercept/residency",
-     "intercept/residency_staging", "intercept/runtime"},
+     "intercept/migration", "intercept/runtime"},
     {"ctl/cdi/cdi_host", "ctl/cdi/library_deps"},
     {"sim/modules/builtin_kernels", "sim/modules/cubin_reader", "sim/modules/module_image",
      "sim/modules/ptx_reader"},

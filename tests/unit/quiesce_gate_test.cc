@@ -1,6 +1,6 @@
 // The quiesce gate: callers wait while it is closed, closing waits for the
 // threads inside, and a slot changes hands only once its thread is gone.
-#include "intercept/quiesce_gate.h"
+#include "residency/quiesce_gate.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

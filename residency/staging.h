@@ -13,7 +13,8 @@
 //               while it decodes the next frame into the other.
 // Pinned memory that cannot be had (no context, out of pinned memory) falls
 // back to pageable memory: slower on a GPU, still correct. Every driver call
-// goes through the real-driver table.
+// goes through the driver table the engine was given (libvgpu: the real
+// driver's; tests: the simulated driver linked in).
 #pragma once
 
 #include <cuda.h>
@@ -25,19 +26,26 @@
 
 #include "checkpoint/image_reader.h"
 #include "checkpoint/image_writer.h"
+#include "driver/real_driver.h"
 #include "vmm/vmm.h"
 
 namespace vgpu::residency {
 
+// The driver and the VMM manager the staging copies through.
+struct StagingPorts {
+  const driver::RealCuda* cuda = nullptr;
+  vmm::Manager* vmm = nullptr;
+};
+
 // Pinned frame buffers for an image writer, allocated in `ctx`.
-checkpoint::FrameBufferAllocator PinnedFrameBuffers(CUcontext ctx);
+checkpoint::FrameBufferAllocator PinnedFrameBuffers(const StagingPorts& ports, CUcontext ctx);
 
 // One stream (and two events) per context for the asynchronous copies of
 // one operation. The destructor waits for every copy it queued, so a buffer
 // it copies into is never freed under a DMA.
 class CopyStreams {
  public:
-  CopyStreams() = default;
+  explicit CopyStreams(const StagingPorts& ports) : ports_(ports) {}
   ~CopyStreams();
   CopyStreams(const CopyStreams&) = delete;
   CopyStreams& operator=(const CopyStreams&) = delete;
@@ -54,6 +62,7 @@ class CopyStreams {
     CUevent done[2] = {nullptr, nullptr};
   };
   CUresult For(CUcontext ctx, PerContext** out);
+  StagingPorts ports_;
   std::vector<PerContext> contexts_;
 };
 
@@ -68,7 +77,7 @@ struct RestoreTarget {
 // workers. Stops at the first failure and returns its message ("" if all
 // went well); the device memory is then partly written. progress(done,
 // total) in uncompressed bytes, serialized.
-std::string RestoreFrames(const checkpoint::ImageReader& reader,
+std::string RestoreFrames(const StagingPorts& ports, const checkpoint::ImageReader& reader,
                           const std::vector<RestoreTarget>& targets, int threads,
                           const std::function<void(uint64_t, uint64_t)>& progress);
 

@@ -1,4 +1,4 @@
-#include "intercept/quiesce_gate.h"
+#include "residency/quiesce_gate.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>

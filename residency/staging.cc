@@ -1,4 +1,4 @@
-#include "intercept/residency_staging.h"
+#include "residency/staging.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,6 @@
 
 #include "driver/cu_status.h"
 #include "driver/real_driver.h"
-#include "intercept/runtime.h"
 
 namespace vgpu::residency {
 namespace {
@@ -21,9 +20,9 @@ std::string CuErr(CUresult r) { return driver::CuErrorText(r); }
 // pageable: a DMA from pageable memory is staged by the driver, still correct.
 class HostBuffer {
  public:
-  explicit HostBuffer(size_t n) {
+  HostBuffer(const driver::RealCuda& cuda, size_t n) : cuda_(cuda) {
     void* p = nullptr;
-    if (REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
+    if (TABLE_CALL(cuda_, cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
         p != nullptr) {
       data_ = static_cast<uint8_t*>(p);
       pinned_ = true;
@@ -33,7 +32,7 @@ class HostBuffer {
     }
   }
   ~HostBuffer() {
-    if (pinned_) REAL_CALL(cuMemFreeHost, data_);
+    if (pinned_) TABLE_CALL(cuda_, cuMemFreeHost, data_);
   }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
@@ -41,6 +40,7 @@ class HostBuffer {
   bool pinned() const { return pinned_; }
 
  private:
+  const driver::RealCuda& cuda_;
   uint8_t* data_ = nullptr;
   bool pinned_ = false;
   std::unique_ptr<uint8_t[]> heap_;
@@ -49,22 +49,23 @@ class HostBuffer {
 // A stream with two events, in the current context; waits for its copies
 // before it goes away, so no DMA outlives the buffers it targets.
 struct StreamPair {
+  const driver::RealCuda* cuda;
   CUstream stream = nullptr;
   CUevent done[2] = {nullptr, nullptr};
   CUresult Create() {
-    CUresult r = REAL_CALL(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+    CUresult r = TABLE_CALL(*cuda, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
     for (CUevent& e : done) {
-      if (r == CUDA_SUCCESS) r = REAL_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+      if (r == CUDA_SUCCESS) r = TABLE_CALL(*cuda, cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
     }
     return r;
   }
   CUresult Destroy() {
-    CUresult r = stream != nullptr ? REAL_CALL(cuStreamSynchronize, stream) : CUDA_SUCCESS;
+    CUresult r = stream != nullptr ? TABLE_CALL(*cuda, cuStreamSynchronize, stream) : CUDA_SUCCESS;
     for (CUevent& e : done) {
-      if (e != nullptr) REAL_CALL(cuEventDestroy_v2, e);
+      if (e != nullptr) TABLE_CALL(*cuda, cuEventDestroy_v2, e);
       e = nullptr;
     }
-    if (stream != nullptr) REAL_CALL(cuStreamDestroy_v2, stream);
+    if (stream != nullptr) TABLE_CALL(*cuda, cuStreamDestroy_v2, stream);
     stream = nullptr;
     return r;
   }
@@ -77,6 +78,7 @@ struct FrameItem {
 
 // Shared state of one RestoreFrames call.
 struct RestoreRun {
+  const StagingPorts& ports;
   const checkpoint::ImageReader& reader;
   uint32_t frame_size;
   const std::function<void(uint64_t, uint64_t)>& progress;
@@ -107,15 +109,16 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
   checkpoint::FrameDecoder decoders[2] = {checkpoint::FrameDecoder(run.reader),
                                           checkpoint::FrameDecoder(run.reader)};
   const size_t read_bytes = decoders[0].ReadBufferBytes();
-  HostBuffer bufs[2] = {HostBuffer(run.frame_size), HostBuffer(run.frame_size)};
-  HostBuffer reads[2] = {HostBuffer(read_bytes), HostBuffer(read_bytes)};
+  const driver::RealCuda& cuda = *run.ports.cuda;
+  HostBuffer bufs[2] = {HostBuffer(cuda, run.frame_size), HostBuffer(cuda, run.frame_size)};
+  HostBuffer reads[2] = {HostBuffer(cuda, read_bytes), HostBuffer(cuda, read_bytes)};
   for (int i = 0; i < 2; ++i) {
     if (bufs[i].data() == nullptr || reads[i].data() == nullptr) return "out of host memory";
     // Pinned memory is page-aligned as O_DIRECT needs; the heap fallback is
     // not, and the decoder then reads into an aligned buffer of its own.
     if (reads[i].pinned()) decoders[i].AdoptReadBuffer(reads[i].data(), read_bytes);
   }
-  StreamPair sp;  // destroyed (synchronized) before the buffers
+  StreamPair sp{&cuda};  // destroyed (synchronized) before the buffers
   struct Guard {
     StreamPair& sp;
     ~Guard() { sp.Destroy(); }
@@ -126,7 +129,7 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
   int slot = 0;
   for (size_t i; !run.failed && (i = next++) < items.size(); slot ^= 1) {
     if (pending[slot]) {
-      if (CUresult r = REAL_CALL(cuEventSynchronize, sp.done[slot]); r != CUDA_SUCCESS)
+      if (CUresult r = TABLE_CALL(cuda, cuEventSynchronize, sp.done[slot]); r != CUDA_SUCCESS)
         return "copy to device: " + CuErr(r);
       pending[slot] = false;
     }
@@ -138,8 +141,8 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
         !s.ok())
       return s.message;
     CUdeviceptr dst = it.target->alloc.va + it.k * run.frame_size;
-    CUresult r = REAL_CALL(cuMemcpyHtoDAsync_v2, dst, data, raw, sp.stream);
-    if (r == CUDA_SUCCESS) r = REAL_CALL(cuEventRecord, sp.done[slot], sp.stream);
+    CUresult r = TABLE_CALL(cuda, cuMemcpyHtoDAsync_v2, dst, data, raw, sp.stream);
+    if (r == CUDA_SUCCESS) r = TABLE_CALL(cuda, cuEventRecord, sp.done[slot], sp.stream);
     if (r != CUDA_SUCCESS) return "copy to device: " + CuErr(r);
     pending[slot] = true;
     run.Done(raw);
@@ -150,26 +153,27 @@ std::string RestoreWorker(RestoreRun& run, const std::vector<FrameItem>& items,
 
 }  // namespace
 
-checkpoint::FrameBufferAllocator PinnedFrameBuffers(CUcontext ctx) {
+checkpoint::FrameBufferAllocator PinnedFrameBuffers(const StagingPorts& ports, CUcontext ctx) {
   checkpoint::FrameBufferAllocator a;
-  a.alloc = [ctx](size_t n) -> void* {
+  a.alloc = [ports, ctx](size_t n) -> void* {
     void* p = nullptr;
     // Portable: pinned for every context, not only the one that allocates it.
-    CUresult r = Vmm().WithContext(
-        ctx, [&] { return REAL_CALL(cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE); });
+    CUresult r = ports.vmm->WithContext(ctx, [&] {
+      return TABLE_CALL(*ports.cuda, cuMemHostAlloc, &p, n, CU_MEMHOSTALLOC_PORTABLE);
+    });
     return r == CUDA_SUCCESS ? p : nullptr;
   };
   // Freed by the agent thread, which has no current context of its own.
-  a.free = [ctx](void* p, size_t) {
-    Vmm().WithContext(ctx, [&] { return REAL_CALL(cuMemFreeHost, p); });
+  a.free = [ports, ctx](void* p, size_t) {
+    ports.vmm->WithContext(ctx, [&] { return TABLE_CALL(*ports.cuda, cuMemFreeHost, p); });
   };
   return a;
 }
 
 CopyStreams::~CopyStreams() {
   for (PerContext& pc : contexts_) {
-    Vmm().WithContext(pc.ctx, [&] {
-      StreamPair sp{pc.stream, {pc.done[0], pc.done[1]}};
+    ports_.vmm->WithContext(pc.ctx, [&] {
+      StreamPair sp{ports_.cuda, pc.stream, {pc.done[0], pc.done[1]}};
       return sp.Destroy();
     });
   }
@@ -182,8 +186,8 @@ CUresult CopyStreams::For(CUcontext ctx, PerContext** out) {
       return CUDA_SUCCESS;
     }
   }
-  StreamPair sp;
-  CUresult r = Vmm().WithContext(ctx, [&] { return sp.Create(); });
+  StreamPair sp{ports_.cuda};
+  CUresult r = ports_.vmm->WithContext(ctx, [&] { return sp.Create(); });
   contexts_.push_back({ctx, sp.stream, {sp.done[0], sp.done[1]}});  // destroyed with the rest
   *out = &contexts_.back();
   return r;
@@ -197,7 +201,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
   uint64_t issued = 0;
   int open = 0;  // frames copying, not yet committed; frame k uses event k % 2
   auto commit_oldest = [&]() -> bool {
-    if (CUresult r = REAL_CALL(cuEventSynchronize, pc->done[(issued - open) % 2]);
+    if (CUresult r = TABLE_CALL(*ports_.cuda, cuEventSynchronize, pc->done[(issued - open) % 2]);
         r != CUDA_SUCCESS) {
       err = "copy from device: " + CuErr(r);
       return false;
@@ -206,7 +210,7 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
     if (auto s = w->CommitFrame(); !s.ok()) err = s.message;
     return err.empty();
   };
-  CUresult ctx_r = Vmm().WithContext(a.ctx, [&] {
+  CUresult ctx_r = ports_.vmm->WithContext(a.ctx, [&] {
     for (size_t o = 0; o < a.size;) {
       uint8_t* buf = nullptr;
       size_t n = 0;
@@ -214,8 +218,9 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
         err = s.message;
         return CUDA_SUCCESS;
       }
-      CUresult r = REAL_CALL(cuMemcpyDtoHAsync_v2, buf, a.va + o, n, pc->stream);
-      if (r == CUDA_SUCCESS) r = REAL_CALL(cuEventRecord, pc->done[issued % 2], pc->stream);
+      CUresult r = TABLE_CALL(*ports_.cuda, cuMemcpyDtoHAsync_v2, buf, a.va + o, n, pc->stream);
+      if (r == CUDA_SUCCESS)
+        r = TABLE_CALL(*ports_.cuda, cuEventRecord, pc->done[issued % 2], pc->stream);
       if (r != CUDA_SUCCESS) {
         err = "copy from device: " + CuErr(r);
         return CUDA_SUCCESS;
@@ -235,10 +240,10 @@ std::string CopyStreams::CopyOut(const vmm::AllocationInfo& a, checkpoint::Image
   return err;
 }
 
-std::string RestoreFrames(const checkpoint::ImageReader& reader,
+std::string RestoreFrames(const StagingPorts& ports, const checkpoint::ImageReader& reader,
                           const std::vector<RestoreTarget>& targets, int threads,
                           const std::function<void(uint64_t, uint64_t)>& progress) {
-  RestoreRun run{reader, reader.info().header.frame_size, progress};
+  RestoreRun run{ports, reader, reader.info().header.frame_size, progress};
   // Streams belong to a context: one pass of the workers per context.
   std::map<CUcontext, std::vector<FrameItem>> by_ctx;
   try {
@@ -252,7 +257,7 @@ std::string RestoreFrames(const checkpoint::ImageReader& reader,
       auto work = [&, ctx = ctx] {
         std::string e;
         try {
-          CUresult r = Vmm().WithContext(ctx, [&] {
+          CUresult r = ports.vmm->WithContext(ctx, [&] {
             e = RestoreWorker(run, items, next);
             return CUDA_SUCCESS;
           });

@@ -1,4 +1,4 @@
-#include "intercept/residency.h"
+#include "residency/engine.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -25,24 +25,12 @@
 #include "common/process_info.h"
 #include "driver/cu_status.h"
 #include "driver/real_driver.h"
-#include "intercept/residency_staging.h"
-#include "intercept/runtime.h"
+#include "residency/staging.h"
 #include "vmm/vmm.h"
 
 namespace vgpu::residency {
 
 namespace {
-
-// --- bookkeeping -------------------------------------------------------------
-std::mutex g_book_mu;
-std::set<CUcontext>* g_contexts = new std::set<CUcontext>();
-
-std::mutex g_op_mu;  // one operation at a time
-std::atomic<State> g_state{State::kRunning};
-std::string* g_last_path = new std::string();
-// The image files this process wrote (device, inode): the only existing
-// files a checkpoint may replace. Guarded by g_op_mu.
-std::set<std::pair<dev_t, ino_t>>* g_own_images = new std::set<std::pair<dev_t, ino_t>>();
 
 constexpr const char* kImageSuffix = ".vgpuckpt";
 
@@ -51,8 +39,7 @@ constexpr const char* kImageSuffix = ".vgpuckpt";
 // file, and neither does a later process that happens to get the same pid.
 std::string ImageFileName() {
   pid_t pid = getpid();
-  return "vgpu-" + std::to_string(pid) + "-" + std::to_string(ProcessStartTime(pid)) +
-         kImageSuffix;
+  return "vgpu-" + std::to_string(pid) + "-" + std::to_string(ProcessStartTime(pid)) + kImageSuffix;
 }
 
 double Since(std::chrono::steady_clock::time_point t0) {
@@ -60,32 +47,6 @@ double Since(std::chrono::steady_clock::time_point t0) {
 }
 
 std::string CuErr(CUresult r) { return driver::CuErrorText(r); }
-
-// Closes the gate and drains every context the process uses.
-void Quiesce() {
-  CloseGate();
-  std::set<CUcontext> ctxs;
-  {
-    std::lock_guard<std::mutex> lock(g_book_mu);
-    ctxs = *g_contexts;
-  }
-  for (CUcontext c : Vmm().Contexts()) ctxs.insert(c);
-  for (CUcontext c : ctxs) {
-    if (c == nullptr) continue;
-    Vmm().WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
-  }
-  int n = 0;
-  if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) n = 0;
-  for (int d = 0; d < n; ++d) {
-    unsigned flags = 0;
-    int active = 0;
-    if (REAL_CALL(cuDevicePrimaryCtxGetState, d, &flags, &active) != CUDA_SUCCESS || !active) continue;
-    CUcontext c = nullptr;
-    if (REAL_CALL(cuDevicePrimaryCtxRetain, &c, d) != CUDA_SUCCESS) continue;
-    if (ctxs.count(c) == 0) Vmm().WithContext(c, [] { return REAL_CALL(cuCtxSynchronize); });
-    REAL_CALL(cuDevicePrimaryCtxRelease_v2, d);
-  }
-}
 
 // The result of a finished checkpoint or restore, logged once.
 Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_point t0,
@@ -97,67 +58,6 @@ Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_po
   VGPU_LOG(kInfo, "{} {} ({}) in {:.3f} s", verb, FormatByteSize(bytes).c_str(), path.c_str(),
            res.seconds);
   return res;
-}
-
-Result RefuseNonMigratable() {
-  Runtime::Get()
-      .graph_memory()
-      .TrimUnused();  // a graph pool's cached memory need not stop a suspend
-  uint64_t n = Runtime::Get().non_migratable().Bytes();
-  if (n == 0) return Result::Ok();
-  return Result::Error(ErrorCode::kBusy, "process holds " + std::to_string(n) +
-                                    " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
-                                    "imported or self-mapped memory, graph memory a launch holds, or any "
-                                    "allocation with VGPU_VMM=off)");
-}
-
-// Appends a suspended allocation from its host copy.
-Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
-  constexpr size_t kPiece = 16ull << 20;
-  for (size_t o = 0; o < a.size; o += kPiece) {
-    const uint8_t* src = Vmm().HostCopy(a.va + o);
-    if (src == nullptr) return Result::Error(ErrorCode::kIo, "suspended allocation has no host copy");
-    if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
-      return Result::Error(ErrorCode::kIo, st.message);
-    }
-  }
-  return Result::Ok();
-}
-
-// Writes every allocation into a new image at `path` (from the device when
-// `from_device`, else from the host copies of a suspended process). When it
-// returns, no copy is in flight and a failed image's temp file is gone.
-Result WriteImage(const std::string& path, bool replace, bool from_device,
-                  const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
-                  const Progress& progress) {
-  nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
-  checkpoint::ImageMetadata md;
-  md.device_metadata = meta.dump();
-  checkpoint::WriterOptions wo;
-  wo.total_bytes = total;
-  wo.replace = replace;  // else an image appearing meanwhile is left alone
-  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
-  if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
-  // From the device: the copies go by DMA straight into pinned frame buffers.
-  if (from_device && !allocs.empty()) wo.frame_buffers = PinnedFrameBuffers(allocs[0].ctx);
-  std::unique_ptr<checkpoint::ImageWriter> w;
-  if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
-    return Result::Error(ErrorCode::kIo, st.message);
-  }
-  CopyStreams streams;  // declared after w: its copies finish before w's buffers go
-  for (const auto& a : allocs) {
-    if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
-      return Result::Error(ErrorCode::kIo, st.message);
-    }
-    if (from_device) {
-      if (std::string e = streams.CopyOut(a, w.get()); !e.empty()) return Result::Error(ErrorCode::kIo, e);
-    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
-      return r;
-    }
-    if (auto st = w->EndRecord(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
-  }
-  if (auto st = w->Finish(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
-  return Result::Ok();
 }
 
 std::string ImagePath(const std::string& from) {
@@ -185,55 +85,187 @@ std::string OtherImages(const std::string& dir) {
   return "; it holds " + list + " (to restore another process's image, name the file with --from)";
 }
 
-// Whether a new image may go to `path`: nothing is there, or an image this
-// process wrote (*replace), which the writer replaces atomically, so it stays
-// whole until the new one is. Anything else may be another job's only copy
-// of its memory, or one left by an earlier process with our pid (exec, a
-// reboot): never replaced.
-Result CheckImageTarget(const std::string& path, bool* replace) {
-  struct stat st {};
-  *replace = false;
-  if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Result::Ok();
-    return Result::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
-  }
-  if (S_ISREG(st.st_mode) && g_own_images->count({st.st_dev, st.st_ino}) != 0) {
-    *replace = true;
-    return Result::Ok();
-  }
-  return Result::Error(ErrorCode::kExist, "refusing to replace " + path +
-                                     ": this process did not write it (another job's image, or an "
-                                     "earlier process's with the same pid); move it away or "
-                                     "checkpoint into another directory");
-}
-
-void NoteOwnImage(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) g_own_images->insert({st.st_dev, st.st_ino});
-}
-
 std::string Hex(uint64_t v) {
   char b[32];
   snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
   return b;
 }
 
+// Counts a completed operation (common/counters.h); a refused or failed one
+// counts nothing. A resume of a checkpointed process counts as a resume.
+Result Counted(Result r, counters::Id ops, counters::Id bytes, counters::Id ns) {
+  if (!r.ok) return r;
+  counters::Add(ops);
+  counters::Add(bytes, r.bytes);
+  counters::Add(ns, static_cast<uint64_t>(r.seconds * 1e9));
+  return r;
+}
+
+}  // namespace
+
+const char* StateName(State s) {
+  switch (s) {
+    case State::kRunning:
+      return "running";
+    case State::kSuspended:
+      return "suspended";
+    case State::kCheckpointed:
+      return "suspended";
+  }
+  return "running";
+}
+
+Engine::Engine(EnginePorts ports) : ports_(std::move(ports)), staging_{ports_.cuda, ports_.vmm} {}
+
+void Engine::ForgetContext(CUcontext ctx) {
+  std::lock_guard<std::mutex> lock(book_mu_);
+  contexts_.erase(ctx);
+}
+
+void Engine::NoteContext(CUcontext ctx) {
+  if (ctx == nullptr) return;
+  std::lock_guard<std::mutex> lock(book_mu_);
+  contexts_.insert(ctx);
+}
+
+// Closes the gate and drains every context the process uses.
+void Engine::Quiesce() {
+  CloseGate();
+  std::set<CUcontext> ctxs;
+  {
+    std::lock_guard<std::mutex> lock(book_mu_);
+    ctxs = contexts_;
+  }
+  for (CUcontext c : ports_.vmm->Contexts()) ctxs.insert(c);
+  for (CUcontext c : ctxs) {
+    if (c == nullptr) continue;
+    ports_.vmm->WithContext(c, [this] { return TABLE_CALL(*ports_.cuda, cuCtxSynchronize); });
+  }
+  int n = 0;
+  if (TABLE_CALL(*ports_.cuda, cuDeviceGetCount, &n) != CUDA_SUCCESS) n = 0;
+  for (int d = 0; d < n; ++d) {
+    unsigned flags = 0;
+    int active = 0;
+    if (TABLE_CALL(*ports_.cuda, cuDevicePrimaryCtxGetState, d, &flags, &active) != CUDA_SUCCESS ||
+        !active)
+      continue;
+    CUcontext c = nullptr;
+    if (TABLE_CALL(*ports_.cuda, cuDevicePrimaryCtxRetain, &c, d) != CUDA_SUCCESS) continue;
+    if (ctxs.count(c) == 0)
+      ports_.vmm->WithContext(c, [this] { return TABLE_CALL(*ports_.cuda, cuCtxSynchronize); });
+    TABLE_CALL(*ports_.cuda, cuDevicePrimaryCtxRelease_v2, d);
+  }
+}
+
+Result Engine::RefuseNonMigratable() {
+  // Graph pools' cached memory is given back first by the owner's count.
+  const uint64_t n = ports_.non_migratable_bytes ? ports_.non_migratable_bytes() : 0;
+  if (n == 0) return Result::Ok();
+  return Result::Error(
+      ErrorCode::kBusy,
+      "process holds " + std::to_string(n) +
+          " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
+          "imported or self-mapped memory, graph memory a launch holds, or any "
+          "allocation with VGPU_VMM=off)");
+}
+
+// Appends a suspended allocation from its host copy.
+Result Engine::AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
+  constexpr size_t kPiece = 16ull << 20;
+  for (size_t o = 0; o < a.size; o += kPiece) {
+    const uint8_t* src = ports_.vmm->HostCopy(a.va + o);
+    if (src == nullptr)
+      return Result::Error(ErrorCode::kIo, "suspended allocation has no host copy");
+    if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
+      return Result::Error(ErrorCode::kIo, st.message);
+    }
+  }
+  return Result::Ok();
+}
+
+// Writes every allocation into a new image at `path` (from the device when
+// `from_device`, else from the host copies of a suspended process). When it
+// returns, no copy is in flight and a failed image's temp file is gone.
+Result Engine::WriteImage(const std::string& path, bool replace, bool from_device,
+                          const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
+                          const Progress& progress) {
+  nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
+  checkpoint::ImageMetadata md;
+  md.device_metadata = meta.dump();
+  checkpoint::WriterOptions wo;
+  wo.total_bytes = total;
+  wo.replace = replace;  // else an image appearing meanwhile is left alone
+  wo.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
+  if (progress) wo.progress = [&](uint64_t d, uint64_t t) { progress("write", d, t); };
+  // From the device: the copies go by DMA straight into pinned frame buffers.
+  if (from_device && !allocs.empty())
+    wo.frame_buffers = PinnedFrameBuffers(staging_, allocs[0].ctx);
+  std::unique_ptr<checkpoint::ImageWriter> w;
+  if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
+    return Result::Error(ErrorCode::kIo, st.message);
+  }
+  CopyStreams streams(staging_);  // declared after w: its copies finish before w's buffers go
+  for (const auto& a : allocs) {
+    if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
+      return Result::Error(ErrorCode::kIo, st.message);
+    }
+    if (from_device) {
+      if (std::string e = streams.CopyOut(a, w.get()); !e.empty())
+        return Result::Error(ErrorCode::kIo, e);
+    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
+      return r;
+    }
+    if (auto st = w->EndRecord(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
+  }
+  if (auto st = w->Finish(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
+  return Result::Ok();
+}
+
+// Whether a new image may go to `path`: nothing is there, or an image this
+// process wrote (*replace), which the writer replaces atomically, so it stays
+// whole until the new one is. Anything else may be another job's only copy
+// of its memory, or one left by an earlier process with our pid (exec, a
+// reboot): never replaced.
+Result Engine::CheckImageTarget(const std::string& path, bool* replace) {
+  struct stat st {};
+  *replace = false;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Result::Ok();
+    return Result::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
+  }
+  if (S_ISREG(st.st_mode) && own_images_.count({st.st_dev, st.st_ino}) != 0) {
+    *replace = true;
+    return Result::Ok();
+  }
+  return Result::Error(ErrorCode::kExist,
+                       "refusing to replace " + path +
+                           ": this process did not write it (another job's image, or an "
+                           "earlier process's with the same pid); move it away or "
+                           "checkpoint into another directory");
+}
+
+void Engine::NoteOwnImage(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) own_images_.insert({st.st_dev, st.st_ino});
+}
+
 // The image must describe exactly this process's allocations (same VAs,
 // sizes, devices): pairs every record with its allocation, or says why not.
-Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
-                  std::vector<RestoreTarget>* targets) {
+Result Engine::MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
+                          std::vector<RestoreTarget>* targets) {
   targets->clear();  // a second match (after quiescing) replaces the first
-  std::vector<vmm::AllocationInfo> allocs = Vmm().Allocations();
+  std::vector<vmm::AllocationInfo> allocs = ports_.vmm->Allocations();
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
   if (recs.size() != allocs.size()) {
     return Result::Error(ErrorCode::kIo, prefix + std::to_string(recs.size()) +
-                                    " records, the process has " + std::to_string(allocs.size()) +
-                                    " allocations");
+                                             " records, the process has " +
+                                             std::to_string(allocs.size()) + " allocations");
   }
   std::vector<size_t> order(recs.size());
   for (size_t i = 0; i < recs.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return recs[a].va < recs[b].va; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return recs[a].va < recs[b].va; });
   for (size_t i = 0; i < allocs.size(); ++i) {
     const auto& r = recs[order[i]];
     if (r.va != allocs[i].va || r.size != allocs[i].size ||
@@ -247,24 +279,25 @@ Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path
 }
 
 // Maps fresh device memory and streams the image into it.
-std::string MapAndLoad(const checkpoint::ImageReader& reader,
-                       const std::vector<RestoreTarget>& targets, const Progress& progress) {
-  if (CUresult r = Vmm().RecreateAll(nullptr); r != CUDA_SUCCESS) {
+std::string Engine::MapAndLoad(const checkpoint::ImageReader& reader,
+                               const std::vector<RestoreTarget>& targets,
+                               const Progress& progress) {
+  if (CUresult r = ports_.vmm->RecreateAll(nullptr); r != CUDA_SUCCESS) {
     return "cannot map device memory for the restore: " + CuErr(r);
   }
   uint64_t total = reader.info().data_bytes;
   if (progress) progress("restore", 0, total);
   int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
-  return RestoreFrames(reader, targets, threads, [&](uint64_t d, uint64_t t) {
+  return RestoreFrames(staging_, reader, targets, threads, [&](uint64_t d, uint64_t t) {
     if (progress) progress("restore", d, t);
   });
 }
 
-Result RestoreLocked(const std::string& from, const Progress& progress) {
-  std::string path = ImagePath(from.empty() ? *g_last_path : from);
+Result Engine::RestoreLocked(const std::string& from, const Progress& progress) {
+  std::string path = ImagePath(from.empty() ? last_path_ : from);
   if (path.empty()) return Result::Error(ErrorCode::kNoEnt, "no checkpoint to restore from");
   auto t0 = std::chrono::steady_clock::now();
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     std::string others = !from.empty() && path != from ? OtherImages(from) : "";
     return Result::Error(ErrorCode::kNoEnt, "no checkpoint image at " + path + others);
@@ -277,17 +310,18 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
   }
   std::vector<RestoreTarget> targets;
   if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
-  vmm::Manager& m = Vmm();
-  State before = g_state.load();
+  vmm::Manager& m = (*ports_.vmm);
+  State before = state_.load();
   if (before == State::kCheckpointed) {
     // The device memory is released and the data lives only in an image:
     // one pass, each frame verified as it is read. A bad frame releases what
     // was mapped again, which is exactly the state before the call.
     if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
       m.ReleaseAll(false, nullptr);
-      return Result::Error(ErrorCode::kIo, "restore from " + path + " refused: " + e +
-                                      " (the process stays suspended; its memory is still in " +
-                                      *g_last_path + ")");
+      return Result::Error(ErrorCode::kIo,
+                           "restore from " + path + " refused: " + e +
+                               " (the process stays suspended; its memory is still in " +
+                               last_path_ + ")");
     }
   } else {
     // Running, or suspended with host copies: those are the data until the
@@ -307,47 +341,22 @@ Result RestoreLocked(const std::string& from, const Progress& progress) {
       // The verified image is now the only good copy: release what was
       // loaded and stay checkpointed on it, so that resume restores from it.
       m.ReleaseAll(false, nullptr);
-      *g_last_path = path;
-      g_state.store(State::kCheckpointed);
+      last_path_ = path;
+      state_.store(State::kCheckpointed);
       return Result::Error(ErrorCode::kIo, "restore from " + path + " failed midway: " + e +
-                                      " (the process stays suspended; its memory is in " + path +
-                                      ")");
+                                               " (the process stays suspended; its memory is in " +
+                                               path + ")");
     }
   }
-  g_state.store(State::kRunning);
+  state_.store(State::kRunning);
   OpenGate();
   return Done("restored", reader->info().data_bytes, t0, path);
 }
 
-}  // namespace
-
-const char* StateName(State s) {
-  switch (s) {
-    case State::kRunning: return "running";
-    case State::kSuspended: return "suspended";
-    case State::kCheckpointed: return "suspended";
-  }
-  return "running";
-}
-
-State CurrentState() { return g_state.load(); }
-
-void ForgetContext(CUcontext ctx) {
-  Runtime::Get().non_migratable().ForgetContext(ctx);
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  g_contexts->erase(ctx);
-}
-void NoteContext(CUcontext ctx) {
-  if (ctx == nullptr) return;
-  std::lock_guard<std::mutex> lock(g_book_mu);
-  g_contexts->insert(ctx);
-}
-
-namespace {
-
-Result DoSuspend(const Progress& progress) {
-  std::lock_guard<std::mutex> lock(g_op_mu);
-  if (g_state.load() != State::kRunning) return Result::Error(ErrorCode::kBusy, "process is already suspended");
+Result Engine::DoSuspend(const Progress& progress) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  if (state_.load() != State::kRunning)
+    return Result::Error(ErrorCode::kBusy, "process is already suspended");
   if (Result r = RefuseNonMigratable(); !r.ok) return r;
   auto t0 = std::chrono::steady_clock::now();
   Quiesce();
@@ -357,7 +366,7 @@ Result DoSuspend(const Progress& progress) {
     return r;
   }
   auto t_drained = std::chrono::steady_clock::now();
-  vmm::Manager& m = Vmm();
+  vmm::Manager& m = (*ports_.vmm);
   uint64_t bytes = m.MappedBytes();
   // ReleaseAll copies every chunk out before it unmaps any: the progress call
   // that reports the last byte marks the end of the copy phase.
@@ -370,7 +379,7 @@ Result DoSuspend(const Progress& progress) {
     OpenGate();
     return Result::Error(ErrorCode::kIo, "suspend failed copying device memory out: " + CuErr(r));
   }
-  g_state.store(State::kSuspended);
+  state_.store(State::kSuspended);
   auto t_end = std::chrono::steady_clock::now();
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   Result res;
@@ -379,27 +388,29 @@ Result DoSuspend(const Progress& progress) {
   res.phases = {{"drain", secs(t0, t_drained)},
                 {"copy_out", secs(t_drained, t_copied)},
                 {"release", secs(t_copied, t_end)}};
-  VGPU_LOG(kInfo, "suspended: {} released in {:.3f} s (drain {:.3f}, copy out {:.3f}, release {:.3f})",
-           FormatByteSize(bytes).c_str(), res.seconds, res.phases[0].second,
-           res.phases[1].second, res.phases[2].second);
+  VGPU_LOG(kInfo,
+           "suspended: {} released in {:.3f} s (drain {:.3f}, copy out {:.3f}, release {:.3f})",
+           FormatByteSize(bytes).c_str(), res.seconds, res.phases[0].second, res.phases[1].second,
+           res.phases[2].second);
   return res;
 }
 
-Result DoResume(const Progress& progress) {
-  std::lock_guard<std::mutex> lock(g_op_mu);
-  State s = g_state.load();
+Result Engine::DoResume(const Progress& progress) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  State s = state_.load();
   if (s == State::kRunning) return Result::Error(ErrorCode::kBusy, "process is not suspended");
-  if (s == State::kCheckpointed) return RestoreLocked(*g_last_path, progress);
+  if (s == State::kCheckpointed) return RestoreLocked(last_path_, progress);
   auto t0 = std::chrono::steady_clock::now();
-  vmm::Manager& m = Vmm();
+  vmm::Manager& m = (*ports_.vmm);
   CUresult r = m.RecreateAll([&](uint64_t d, uint64_t t) {
     if (progress) progress("copy", d, t);
   });
   if (r != CUDA_SUCCESS) {
-    return Result::Error(ErrorCode::kIo, "resume failed mapping or copying back device memory: " + CuErr(r) +
-                                    " (still suspended; retry when memory is free)");
+    return Result::Error(ErrorCode::kIo,
+                         "resume failed mapping or copying back device memory: " + CuErr(r) +
+                             " (still suspended; retry when memory is free)");
   }
-  g_state.store(State::kRunning);
+  state_.store(State::kRunning);
   OpenGate();
   Result res;
   res.bytes = m.MappedBytes();
@@ -407,12 +418,12 @@ Result DoResume(const Progress& progress) {
   return res;
 }
 
-Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& progress) {
-  std::lock_guard<std::mutex> lock(g_op_mu);
-  State s = g_state.load();
+Result Engine::DoCheckpoint(const std::string& dir, bool leave_running, const Progress& progress) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  State s = state_.load();
   if (s == State::kCheckpointed) {
-    return Result::Error(ErrorCode::kBusy, "process is already checkpointed to " + *g_last_path +
-                                      "; restore or resume it first");
+    return Result::Error(ErrorCode::kBusy, "process is already checkpointed to " + last_path_ +
+                                               "; restore or resume it first");
   }
   if (s == State::kRunning) {
     if (Result r = RefuseNonMigratable(); !r.ok) return r;
@@ -433,7 +444,7 @@ Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& 
   if (s == State::kRunning) {
     if (Result r = RefuseNonMigratable(); !r.ok) return undo(r);  // allocated while draining
   }
-  vmm::Manager& m = Vmm();
+  vmm::Manager& m = (*ports_.vmm);
   std::vector<vmm::AllocationInfo> allocs = m.Allocations();
   uint64_t total = 0;
   for (const auto& a : allocs) total += a.size;
@@ -443,53 +454,41 @@ Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& 
     return undo(r);
   }
   NoteOwnImage(path);
-  *g_last_path = path;
+  last_path_ = path;
   if (!leave_running) {
     if (s == State::kRunning) m.ReleaseAll(false, nullptr);
     m.DropHostCopies();
-    g_state.store(State::kCheckpointed);
+    state_.store(State::kCheckpointed);
   } else if (s == State::kRunning) {
     OpenGate();
   }
   return Done("checkpointed", total, t0, path);
 }
 
-Result DoRestore(const std::string& from, const Progress& progress) {
-  std::lock_guard<std::mutex> lock(g_op_mu);
-  return RestoreLocked(from, progress);
-}
-
-// Counts a completed operation (common/counters.h); a refused or failed one
-// counts nothing. A resume of a checkpointed process counts as a resume.
-Result Counted(Result r, counters::Id ops, counters::Id bytes, counters::Id ns) {
-  if (!r.ok) return r;
-  counters::Add(ops);
-  counters::Add(bytes, r.bytes);
-  counters::Add(ns, static_cast<uint64_t>(r.seconds * 1e9));
-  return r;
-}
-
-}  // namespace
-
-Result Suspend(const Progress& progress) {
+Result Engine::Suspend(const Progress& progress) {
   using counters::Id;
   return Counted(DoSuspend(progress), Id::kSuspends, Id::kSuspendBytes, Id::kSuspendNs);
 }
 
-Result Resume(const Progress& progress) {
+Result Engine::Resume(const Progress& progress) {
   using counters::Id;
   return Counted(DoResume(progress), Id::kResumes, Id::kResumeBytes, Id::kResumeNs);
 }
 
-Result Checkpoint(const std::string& dir, bool leave_running, const Progress& progress) {
+Result Engine::Checkpoint(const std::string& dir, bool leave_running, const Progress& progress) {
   using counters::Id;
-  return Counted(DoCheckpoint(dir, leave_running, progress), Id::kCheckpoints,
-                 Id::kCheckpointBytes, Id::kCheckpointNs);
+  return Counted(DoCheckpoint(dir, leave_running, progress), Id::kCheckpoints, Id::kCheckpointBytes,
+                 Id::kCheckpointNs);
 }
 
-Result Restore(const std::string& from, const Progress& progress) {
+Result Engine::Restore(const std::string& from, const Progress& progress) {
   using counters::Id;
-  return Counted(DoRestore(from, progress), Id::kRestores, Id::kRestoreBytes, Id::kRestoreNs);
+  Result r;
+  {
+    std::lock_guard<std::mutex> lock(op_mu_);
+    r = RestoreLocked(from, progress);
+  }
+  return Counted(std::move(r), Id::kRestores, Id::kRestoreBytes, Id::kRestoreNs);
 }
 
 }  // namespace vgpu::residency

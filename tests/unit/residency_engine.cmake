@@ -1,0 +1,10 @@
+# The residency engine (residency/engine.h) on the simulated driver, loaded
+# as the table it is given (driver::LoadCuda): suspend/resume, checkpoint/
+# restore, the non-migratable refusal, the state rules. Included from
+# tests/unit/CMakeLists.txt.
+add_executable(residency_engine_test residency_engine_test.cc)
+target_link_libraries(residency_engine_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
+target_compile_definitions(residency_engine_test PRIVATE
+  VGPU_SIM_LIBCUDA="$<TARGET_FILE:vgpu_sim_cuda>" __CUDA_API_VERSION_INTERNAL=1)
+add_dependencies(residency_engine_test vgpu_sim_cuda)
+gtest_discover_tests(residency_engine_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 60)
