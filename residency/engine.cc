@@ -233,7 +233,7 @@ Result Engine::CheckImageTarget(const std::string& path, bool* replace) {
     if (errno == ENOENT) return Result::Ok();
     return Result::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
   }
-  if (S_ISREG(st.st_mode) && own_images_.count({st.st_dev, st.st_ino}) != 0) {
+  if (S_ISREG(st.st_mode) && own_images_.count(IdentityOf(st)) != 0) {
     *replace = true;
     return Result::Ok();
   }
@@ -244,9 +244,14 @@ Result Engine::CheckImageTarget(const std::string& path, bool* replace) {
                            "checkpoint into another directory");
 }
 
+Engine::FileIdentity Engine::IdentityOf(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_size,
+          static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
 void Engine::NoteOwnImage(const std::string& path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0) own_images_.insert({st.st_dev, st.st_ino});
+  if (stat(path.c_str(), &st) == 0) own_images_.insert(IdentityOf(st));
 }
 
 // The image must describe exactly this process's allocations (same VAs,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -122,9 +123,19 @@ class Engine {
   std::mutex op_mu_;              // one operation at a time
   std::atomic<State> state_{State::kRunning};
   std::string last_path_;  // op_mu_
-  // The image files this process wrote (device, inode): the only existing
-  // files a checkpoint may replace. Guarded by op_mu_.
-  std::set<std::pair<dev_t, ino_t>> own_images_;
+  // The image files this process wrote: the only existing files a checkpoint
+  // may replace. Device and inode alone would take a file someone else made
+  // after deleting ours (the inode is reused at once) for ours: its size and
+  // change time as we left them count too. Guarded by op_mu_.
+  struct FileIdentity {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t ctime_ns;
+    auto operator<=>(const FileIdentity&) const = default;
+  };
+  static FileIdentity IdentityOf(const struct stat& st);
+  std::set<FileIdentity> own_images_;
 };
 
 }  // namespace vgpu::residency

@@ -150,6 +150,22 @@ TEST_F(ResidencyEngineTest, RestoreOfARunningProcessRollsItsMemoryBack) {
   EXPECT_EQ(Read(), pattern_);
 }
 
+TEST_F(ResidencyEngineTest, ACheckpointNeverReplacesAFileItDidNotWrite) {
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  const std::string image = Image();
+  // Its own image is replaced (atomically)...
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  // ...another file under that name is not, even on the inode ours had
+  // (deleted, the inode is handed out again at once).
+  std::filesystem::remove(image);
+  std::ofstream(image) << "another job's image";
+  Result r = engine_.Checkpoint(dir_.string(), true, {});
+  EXPECT_EQ(r.code, ErrorCode::kExist) << r.message;
+  std::ifstream in(image);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "another job's image");
+}
+
 TEST_F(ResidencyEngineTest, ADamagedImageIsRefusedAndNothingChanges) {
   ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
   const std::string image = Image();
