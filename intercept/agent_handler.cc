@@ -110,13 +110,14 @@ Response Parked(const ctl::Request& req, Response r) {
   const bool by_vgpud = a.is_object() && a.contains("by") && a["by"] == "vgpud";
   if (r.ok && by_vgpud && Runtime::Get().residency().state() != residency::State::kRunning) {
     const bool has_grace = a.contains("grace_ms") && a["grace_ms"].is_number_integer();
-    coordination::NoteParkedByCoordinator(has_grace ? a["grace_ms"].get<int64_t>() : 0);
+    Runtime::Get().coordination().NoteParkedByCoordinator(has_grace ? a["grace_ms"].get<int64_t>()
+                                                                    : 0);
   }
   return r;
 }
 
 Response Unparked(Response r) {
-  if (r.ok) coordination::NoteUnparked();
+  if (r.ok) Runtime::Get().coordination().NoteUnparked();
   return r;
 }
 
@@ -133,8 +134,8 @@ class ResidencyHandler : public ctl::Handler {
     if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
     if (req.cmd == "restore") return Unparked(Restore(req, progress));
     if (req.cmd == "set") return HandleSet(req);
-    if (req.cmd == "migrate_prepare") return migration::Prepare(req.args);
-    if (req.cmd == "migrate_finish") return migration::Finish();
+    if (req.cmd == "migrate_prepare") return Runtime::Get().migration().Prepare(req.args);
+    if (req.cmd == "migrate_finish") return Runtime::Get().migration().Finish();
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 
@@ -169,7 +170,8 @@ class ResidencyHandler : public ctl::Handler {
     nlohmann::json j = ctl::ToJson(info);
     // What vgpud needs besides: who parked it, and each device's footprint
     // (live allocations: what a resume needs, also while suspended).
-    if (info.state != "running" && coordination::ParkedByCoordinator()) j["suspended_by"] = "vgpud";
+    if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator())
+      j["suspended_by"] = "vgpud";
     for (size_t i = 0; i < info.devices.size(); ++i) {
       j["devices"][i]["footprint"] = vmm_used[rt.devices().ToPhysical(VisibleIndex(static_cast<int>(i))).value()];
     }
@@ -189,23 +191,6 @@ class ResidencyHandler : public ctl::Handler {
 
 }  // namespace
 
-void StartAgent() noexcept {
-  // cuInit must not fail because the agent could not start (out of memory,
-  // no thread): the job runs, it only cannot be checkpointed by hand.
-  try {
-    static ResidencyHandler* handler = new ResidencyHandler();  // outlives the agent
-    ctl::AgentOptions options;
-    options.run_dir = Runtime::Get().config().run_dir;  // empty: ctl::RunDir()
-    options.lifecycle_hooks = false;  // Runtime's fork and exit handlers call the agent's
-    ctl::Status s = ctl::Agent::Start(handler, options);
-    if (!s.ok()) {
-      VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
-    } else {
-      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
-    }
-  } catch (const std::exception& e) {
-    VGPU_LOG(kWarn, "control agent not started: {}", e.what());
-  }
-}
+std::unique_ptr<ctl::Handler> MakeAgentHandler() { return std::make_unique<ResidencyHandler>(); }
 
 }  // namespace vgpu

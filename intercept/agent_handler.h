@@ -4,8 +4,13 @@
 // succeeds; a failed start is logged and never fails the application.
 #pragma once
 
+#include <memory>
+
+#include "ctl/control/agent_server.h"
+
 namespace vgpu {
 
-void StartAgent() noexcept;
+// The Handler of libvgpu's agent (the Runtime owns it and starts the agent).
+std::unique_ptr<ctl::Handler> MakeAgentHandler();
 
 }  // namespace vgpu

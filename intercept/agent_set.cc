@@ -31,13 +31,13 @@ const char* PolicyName(Config::ComputePolicy p) {
 // The compute policy on visible device v as the scheduler applies it: native
 // when the process runs without the compute share.
 Config::ComputePolicy PolicyOn(int v) {
-  if (ComputeShare::Get() == nullptr) return Config::ComputePolicy::kNative;
+  if (Runtime::Get().share() == nullptr) return Config::ComputePolicy::kNative;
   return Runtime::Get().config().EffectivePolicyFor(v);
 }
 
 // Pushes the settings in force to the scheduler's group slots of `targets`.
 void PushToScheduler(const std::vector<int>& targets) {
-  ComputeShare* cs = ComputeShare::Get();
+  ComputeShare* cs = Runtime::Get().share();
   Runtime& rt = Runtime::Get();
   for (int v : targets) {
     Config::ComputePolicy policy = PolicyOn(v);

@@ -1,6 +1,8 @@
 // The compute share bound to this process: the real driver, CLOCK_MONOTONIC,
 // the configuration and a thread of its own (compute_share.cc holds the
 // mechanism, which knows none of these).
+#include "intercept/compute_share_host.h"
+
 #include <time.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include "common/process_info.h"
 #include "driver/real_driver.h"
 #include "intercept/node_devices.h"
-#include "intercept/runtime.h"
 #include "share/compute_share.h"
 
 namespace vgpu {
@@ -20,6 +21,8 @@ namespace {
 
 class RealShareHost final : public ShareHost {
  public:
+  RealShareHost(const Config& cfg, const DeviceMap& devices, RuntimeSettings& settings)
+      : cfg_(cfg), devices_(devices), settings_(settings) {}
   uint64_t NowNs() override { return MonotonicNs(); }
   void SleepNs(uint64_t ns) override {
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
@@ -35,11 +38,10 @@ class RealShareHost final : public ShareHost {
   CUresult CtxSynchronize() override { return REAL_CALL(cuCtxSynchronize); }
   CUresult CtxSetCurrent(CUcontext ctx) override { return REAL_CALL(cuCtxSetCurrent, ctx); }
   bool ParamsFor(int device, GroupParams* params) override {
-    const Config& cfg = Runtime::Get().config();
-    const int v = Runtime::Get().devices().ToVirtual(OrdinalOfNodeDevice(NodeIndex(device))).value();
-    if (cfg.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
+    const int v = devices_.ToVirtual(OrdinalOfNodeDevice(NodeIndex(device))).value();
+    if (cfg_.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
     // The settings in force now: `vgpuctl set` may have changed them.
-    *params = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(v), v);
+    *params = settings_.ParamsFor(cfg_.EffectivePolicyFor(v), v);
     return true;
   }
   bool StartThread(std::function<void()> loop) override {
@@ -52,6 +54,11 @@ class RealShareHost final : public ShareHost {
     }
   }
   void Warn(const std::string& message) override { VGPU_LOG(kWarn, "{}", message.c_str()); }
+
+ private:
+  const Config& cfg_;
+  const DeviceMap& devices_;
+  RuntimeSettings& settings_;
 };
 
 // The group of a process without VGPU_GROUP: itself. Pids repeat across
@@ -66,8 +73,9 @@ std::string OwnGroupName() {
 
 }  // namespace
 
-bool ComputeShare::Start(std::string* error) {
-  const Config& cfg = Runtime::Get().config();
+bool StartComputeShare(const Config& cfg, const DeviceMap& devices, RuntimeSettings& settings,
+                       ComputeShare** out, std::string* error) {
+  *out = nullptr;
   if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
   std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, error);
   if (region == nullptr) return false;
@@ -83,18 +91,17 @@ bool ComputeShare::Start(std::string* error) {
   }
   std::string group =
       SchedRegion::TenantGroupName(cfg.group.empty() ? OwnGroupName() : cfg.group, geteuid());
-  auto* cs = new ComputeShare(region, client, group, new RealShareHost());
+  auto* cs = new ComputeShare(region, client, group, new RealShareHost(cfg, devices, settings));
   // Every visible device's group slot is taken now: a process that cannot
   // be governed must not start (it would run uncapped).
-  const DeviceMap& devices = Runtime::Get().devices();
   for (int v = 0; v < devices.count(); ++v) {
     if (!cs->Join(NodeDevice(devices.ToPhysical(VisibleIndex(v))).value(), error)) {
       region->Unregister(client);  // the object is left behind: its accountant may run
       return false;
     }
   }
-  instance_.store(cs, std::memory_order_release);
-  GroupParams p = Runtime::Get().settings().ParamsFor(cfg.EffectivePolicyFor(0), 0);
+  *out = cs;
+  GroupParams p = settings.ParamsFor(cfg.EffectivePolicyFor(0), 0);
   VGPU_LOG(
       kInfo, "compute share: group '{}' policy {} share {}% weight {}{}{}", group.c_str(),
       p.policy == SchedPolicy::kFixed ? "fixed" : "weighted", p.share_permille / 10, p.weight,

@@ -13,12 +13,10 @@
 #include "common/log.h"
 #include "ctl/control/client.h"
 #include "driver/real_driver.h"
-#include "intercept/runtime.h"
 #include "residency/engine.h"
 #include "residency/quiesce_gate.h"
-#include "vmm/vmm.h"
 
-namespace vgpu::coordination {
+namespace vgpu {
 namespace {
 
 constexpr int kRoomTimeoutMs = 30000;  // silence tolerated; vgpud sends keepalives
@@ -28,29 +26,25 @@ constexpr int kPingTimeoutMs = 1000;
 constexpr int kReconnectMs = 30000;
 constexpr uint64_t kGranularity = 2ull << 20;
 
-std::atomic<bool> g_parked{false};
-std::atomic<int64_t> g_grace_ms{60000};
+}  // namespace
 
-std::string RunDir() { return Runtime::Get().config().run_dir; }
-
-bool DaemonListening() {
+bool Coordination::DaemonListening() const {
   struct stat st {};
-  return stat(ctl::DaemonSocketPath(RunDir()).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  return stat(ctl::DaemonSocketPath(ports_.run_dir).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-bool DaemonAnswers() {
+bool Coordination::DaemonAnswers() const {
   ctl::Request req;
   req.cmd = "ping";
   ctl::Response resp;
-  return ctl::CallDaemon(RunDir(), req, {}, &resp, kPingTimeoutMs).ok() && resp.ok;
+  return ctl::CallDaemon(ports_.run_dir, req, {}, &resp, kPingTimeoutMs).ok() && resp.ok;
 }
 
 // Free physical memory of every device this job has memory on is at least
 // what it needs there (NVML, which is node-wide).
-bool MemoryFits() {
-  for (const auto& [device, bytes] : Runtime::Get().vmm().LiveBytesByDevice()) {
-    Runtime& rt = Runtime::Get();
-    const std::string uuid = rt.devices().uuid(rt.devices().ToVirtual(DriverOrdinal(device)));
+bool Coordination::MemoryFits() const {
+  for (const auto& [device, bytes] : ports_.live_bytes()) {
+    const std::string uuid = ports_.uuid_of(device);
     nvmlDevice_t h = nullptr;
     nvmlMemory_t m{};
     if (REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, uuid.c_str(), &h) != NVML_SUCCESS ||
@@ -61,15 +55,17 @@ bool MemoryFits() {
   return true;
 }
 
-void WatchdogLoop() {
+void Coordination::WatchdogLoop() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals are the application's
   auto lost_since = std::chrono::steady_clock::now();
   bool lost = false;
+  bool nvml_ready = false;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (!g_parked.load() || Runtime::Get().residency().state() == residency::State::kRunning) {
+    residency::Engine& engine = ports_.residency();
+    if (!parked_.load() || engine.state() == residency::State::kRunning) {
       lost = false;
       continue;
     }
@@ -82,32 +78,28 @@ void WatchdogLoop() {
       lost = true;
       lost_since = now;
     }
-    if (now - lost_since < std::chrono::milliseconds(g_grace_ms.load())) continue;
+    if (now - lost_since < std::chrono::milliseconds(grace_ms_.load())) continue;
     // NVML counts its inits: once for the life of the watchdog.
-    static const bool nvml_ready = REAL_NVML_CALL(nvmlInit_v2) == NVML_SUCCESS;
+    if (!nvml_ready) nvml_ready = REAL_NVML_CALL(nvmlInit_v2) == NVML_SUCCESS;
     if (!nvml_ready || !MemoryFits()) continue;
-    const bool on_disk = Runtime::Get().residency().state() == residency::State::kCheckpointed;
-    residency::Result r = on_disk ? Runtime::Get().residency().Restore("", {})
-                                  : Runtime::Get().residency().Resume({});
+    const bool on_disk = engine.state() == residency::State::kCheckpointed;
+    residency::Result r = on_disk ? engine.Restore("", {}) : engine.Resume({});
     if (r.ok) {
       NoteUnparked();
       // The image was vgpud's parking place, not a checkpoint anyone asked
       // for (vgpud deletes it too when it restores a job itself).
       if (on_disk && !r.path.empty()) unlink(r.path.c_str());
-      VGPU_LOG(kWarn, "vgpud gone for {} ms: resumed by itself", g_grace_ms.load());
+      VGPU_LOG(kWarn, "vgpud gone for {} ms: resumed by itself", grace_ms_.load());
     }
   }
 }
 
-}  // namespace
-
-bool AskForRoom(int device, uint64_t bytes) {
+bool Coordination::AskForRoom(int device, uint64_t bytes) {
   if (!DaemonListening()) return false;
-  Runtime& rt = Runtime::Get();
   ctl::Request req;
   req.cmd = "make_room";
   req.args = {{"pid", getpid()},
-              {"device", rt.devices().uuid(rt.devices().ToVirtual(DriverOrdinal(device)))},
+              {"device", ports_.uuid_of(device)},
               {"bytes", (bytes + kGranularity - 1) / kGranularity * kGranularity}};
   ctl::Response resp;
   ctl::Status s;
@@ -123,7 +115,7 @@ bool AskForRoom(int device, uint64_t bytes) {
     // the reconnect limit counted from that ping.
     auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReconnectMs);
     for (bool first = true;; first = false) {
-      s = ctl::CallDaemon(RunDir(), req, {}, &resp, kRoomTimeoutMs);
+      s = ctl::CallDaemon(ports_.run_dir, req, {}, &resp, kRoomTimeoutMs);
       if (s.ok() || s.code == ctl::ErrorCode::kUntrusted ||
           (first && s.code == ctl::ErrorCode::kNoEnt)) {
         break;
@@ -143,25 +135,20 @@ bool AskForRoom(int device, uint64_t bytes) {
   return true;
 }
 
-void NoteParkedByCoordinator(int64_t grace_ms) {
-  g_grace_ms.store(grace_ms > 0 ? grace_ms : 60000);
-  g_parked.store(true);
+void Coordination::NoteParkedByCoordinator(int64_t grace_ms) {
+  grace_ms_.store(grace_ms > 0 ? grace_ms : 60000);
+  parked_.store(true);
   StartWatchdog();
 }
 
-void NoteUnparked() { g_parked.store(false); }
-
-bool ParkedByCoordinator() { return g_parked.load(); }
-
-void StartWatchdog() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+void Coordination::StartWatchdog() {
+  std::call_once(watchdog_once_, [this] {
     try {
-      std::thread(WatchdogLoop).detach();
+      std::thread([this] { WatchdogLoop(); }).detach();  // the Runtime is never destroyed
     } catch (const std::exception& e) {
       VGPU_LOG(kWarn, "coordination watchdog not started: {}", e.what());
     }
   });
 }
 
-}  // namespace vgpu::coordination
+}  // namespace vgpu

@@ -16,7 +16,7 @@ namespace {
 // the device must not hold up a suspend, and a suspended process's idle lease
 // goes to the other tenants.
 inline void Govern(CUstream stream, bool per_thread) {
-  vgpu::ComputeShare* cs = vgpu::ComputeShare::Get();
+  vgpu::ComputeShare* cs = vgpu::Runtime::Get().share();
   if (cs == nullptr) return;
   // The thread's current context is cached (intercept/current_context.h):
   // the driver is asked only after the thread's context changed.

@@ -105,7 +105,7 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
   for (int i = 0; r == CUDA_ERROR_OUT_OF_MEMORY && i < kMaxRoomRetries &&
                   Accounting().Available(w.device) >= bytes;) {
     const uint64_t parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
-    if (!coordination::AskForRoom(w.device, bytes)) break;
+    if (!Runtime::Get().coordination().AskForRoom(w.device, bytes)) break;
     r = Runtime::Get().vmm().Alloc(w.device, w.ctx, bytes, pool, dptr);
     const uint64_t now_parked = counters::Get(counters::Id::kSuspends) + counters::Get(counters::Id::kCheckpoints);
     if (now_parked == parked) ++i;

@@ -18,19 +18,7 @@
 namespace vgpu {
 namespace {
 
-struct NvmlView {
-  std::vector<nvmlDevice_t> handles;  // by virtual index
-  std::vector<int> physical;          // NVML index of each (== CUDA ordinal on one node)
-  std::unique_ptr<QuotaLedger> own_ledger;  // when CUDA was never initialized here
-  nvmlReturn_t status = NVML_ERROR_UNINITIALIZED;
-};
-
-NvmlView& View() {
-  static NvmlView* v = new NvmlView();
-  return *v;
-}
-
-std::mutex g_mu;
+NvmlView& View() { return Runtime::Get().nvml_view(); }
 
 nvmlReturn_t ResolveOne(const std::string& item, nvmlDevice_t* h) {
   if (strncasecmp(item.c_str(), "GPU-", 4) == 0) return REAL_NVML_CALL(nvmlDeviceGetHandleByUUID, item.c_str(), h);
@@ -39,7 +27,7 @@ nvmlReturn_t ResolveOne(const std::string& item, nvmlDevice_t* h) {
 
 // Builds the view after a successful real nvmlInit; sticky.
 nvmlReturn_t BuildView() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(View().mu);
   NvmlView& v = View();
   if (v.status == NVML_SUCCESS) return v.status;
   const Config& cfg = Runtime::Get().config();
@@ -85,7 +73,7 @@ nvmlReturn_t BuildView() {
 }  // namespace
 
 void FollowMigrationInNvmlView() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(View().mu);
   NvmlView& v = View();
   if (v.status != NVML_SUCCESS) return;  // built later, from the moved view
   const DeviceMap& devices = Runtime::Get().devices();
@@ -104,12 +92,9 @@ void FollowMigrationInNvmlView() {
 
 namespace {
 
-// NVML's init is reference-counted; the view lives while the count is > 0.
-std::atomic<int> g_init_count{0};
-
 nvmlReturn_t AfterInit(nvmlReturn_t r) {
   if (r != NVML_SUCCESS) return r;
-  g_init_count.fetch_add(1);
+  View().init_count.fetch_add(1);
   return BuildView();
 }
 
@@ -154,7 +139,8 @@ bool QuotaView(nvmlDevice_t h, unsigned long long* total, unsigned long long* us
 template <typename F>
 nvmlReturn_t WhenNvmlReady(F&& body) noexcept {
   return NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
-    if (View().status != NVML_SUCCESS || g_init_count.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+    if (View().status != NVML_SUCCESS || View().init_count.load() <= 0)
+      return NVML_ERROR_UNINITIALIZED;
     return body();
   });
 }
@@ -261,7 +247,7 @@ VGPU_HOOK(nvmlDeviceGetMemoryInfo_v2) nvmlReturn_t vgpu_hook_nvmlDeviceGetMemory
 VGPU_HOOK(nvmlShutdown) nvmlReturn_t vgpu_hook_nvmlShutdown() {
   return vgpu::NoThrow(NVML_ERROR_UNKNOWN, [&]() -> nvmlReturn_t {
     nvmlReturn_t r = REAL_NVML_CALL(nvmlShutdown);
-    if (r == NVML_SUCCESS) vgpu::g_init_count.fetch_sub(1);
+    if (r == NVML_SUCCESS) vgpu::View().init_count.fetch_sub(1);
     return r;
   });
 }

@@ -18,27 +18,11 @@
 #include "residency/quiesce_gate.h"
 #include "share/compute_share.h"
 
-namespace vgpu::migration {
+namespace vgpu {
 namespace {
 
 using ctl::ErrorCode;
 using ctl::Response;
-
-struct Move {
-  DriverOrdinal ordinal;  // the driver ordinal that names `from` before the move
-  NodeIndex from;
-  NodeIndex to;
-  uint64_t bytes = 0;  // the job's charge on `from`, reserved on `to` meanwhile
-};
-
-std::mutex g_mu;
-bool g_prepared = false;
-uint64_t g_generation = 0;
-std::vector<Move> g_moves;
-bool g_gate_ours = false;  // the prepare closed the gate (the job was running)
-// The UUID of each node device, by index: what the driver's ordinals named
-// before the first migration (ordinal == node device then).
-std::vector<std::string> g_node_uuids;
 
 std::string DriverUuid(DriverOrdinal ordinal) {
   CUuuid u{};
@@ -46,38 +30,9 @@ std::string DriverUuid(DriverOrdinal ordinal) {
   return FormatUuid(u);
 }
 
-void LearnNodeUuids() {
-  if (!g_node_uuids.empty()) return;
-  int n = 0;
-  if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) return;
-  // Before the first migration, ordinal p is node device p.
-  for (int p = 0; p < n && p < kNodeDevices; ++p) g_node_uuids.push_back(DriverUuid(DriverOrdinal(p)));
-}
-
-// The UUID of node device n ("" if unknown: a GPU the node did not list).
-std::string UuidOf(NodeIndex n) {
-  return n.valid() && n.value() < static_cast<int>(g_node_uuids.size()) ? g_node_uuids[n.value()]
-                                                                        : "";
-}
-
-NodeIndex NodeOf(const std::string& uuid) {
-  for (size_t i = 0; i < g_node_uuids.size(); ++i) {
-    if (!uuid.empty() && g_node_uuids[i] == uuid) return NodeIndex(static_cast<int>(i));
-  }
-  return NodeIndex();
-}
-
 QuotaLedger* Ledger() {
   DeviceLedger* l = Runtime::Get().ledger();
   return l != nullptr ? l->node() : nullptr;
-}
-
-Response Refuse(ErrorCode code, const std::string& why) {
-  for (const Move& m : g_moves) {
-    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to.value(), m.bytes);
-  }
-  g_moves.clear();
-  return Response::Error(code, why);
 }
 
 bool DriverSaysRunning() {
@@ -86,16 +41,48 @@ bool DriverSaysRunning() {
   return r != CUDA_SUCCESS || st == CU_PROCESS_STATE_RUNNING;
 }
 
+}  // namespace
+
+void Migration::LearnNodeUuids() {
+  if (!node_uuids_.empty()) return;
+  int n = 0;
+  if (REAL_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS) return;
+  // Before the first migration, ordinal p is node device p.
+  for (int p = 0; p < n && p < kNodeDevices; ++p)
+    node_uuids_.push_back(DriverUuid(DriverOrdinal(p)));
+}
+
+// The UUID of node device n ("" if unknown: a GPU the node did not list).
+std::string Migration::UuidOf(NodeIndex n) const {
+  return n.valid() && n.value() < static_cast<int>(node_uuids_.size()) ? node_uuids_[n.value()]
+                                                                       : "";
+}
+
+NodeIndex Migration::NodeOf(const std::string& uuid) const {
+  for (size_t i = 0; i < node_uuids_.size(); ++i) {
+    if (!uuid.empty() && node_uuids_[i] == uuid) return NodeIndex(static_cast<int>(i));
+  }
+  return NodeIndex();
+}
+
+Response Migration::Refuse(ErrorCode code, const std::string& why) {
+  for (const Move& m : moves_) {
+    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to.value(), m.bytes);
+  }
+  moves_.clear();
+  return Response::Error(code, why);
+}
+
 // Reads the driver's ordinal -> GPU map and makes libvgpu's view follow it.
-// Called with g_mu held and the gate closed.
-nlohmann::json Reconcile() {
-  Runtime& rt = Runtime::Get();
-  for (int p = 0; p < static_cast<int>(g_node_uuids.size()); ++p) {
+// Called with mu_ held and the gate closed.
+nlohmann::json Migration::Reconcile() {
+  Runtime& rt = *rt_;
+  for (int p = 0; p < static_cast<int>(node_uuids_.size()); ++p) {
     NodeIndex n = NodeOf(DriverUuid(DriverOrdinal(p)));
     if (n.valid()) SetNodeDevice(DriverOrdinal(p), n);
   }
   nlohmann::json moved = nlohmann::json::array();
-  for (const Move& m : g_moves) {
+  for (const Move& m : moves_) {
     // Where the ordinal that named `from` points now: the target, the source
     // (the move failed), or a third GPU (a stranded job recovered elsewhere).
     const NodeIndex now = NodeDevice(m.ordinal);
@@ -110,7 +97,7 @@ nlohmann::json Reconcile() {
     if (l != nullptr && now != m.from) l->Release(m.from.value(), m.bytes);
     if (now == m.from) continue;
     std::string error;
-    if (ComputeShare* cs = ComputeShare::Get(); cs != nullptr && !cs->Join(now.value(), &error)) {
+    if (ComputeShare* cs = rt_->share(); cs != nullptr && !cs->Join(now.value(), &error)) {
       VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
     }
     moved.push_back({{"from", UuidOf(m.from)}, {"to", UuidOf(now)}, {"bytes", m.bytes}});
@@ -120,19 +107,19 @@ nlohmann::json Reconcile() {
     if (!u.empty()) rt.mutable_devices().SetUuid(VisibleIndex(v), u);
   }
   FollowMigrationInNvmlView();
-  g_moves.clear();
-  g_prepared = false;
-  if (g_gate_ours) residency::OpenGate();
+  moves_.clear();
+  prepared_ = false;
+  if (gate_ours_) residency::OpenGate();
   return moved;
 }
 
 // vgpuctl gone before its finish: finish once the driver lets the job run.
-void Watchdog(uint64_t generation, int64_t hold_ms) {
+void Migration::Watchdog(uint64_t generation, int64_t hold_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(g_mu);
-      if (!g_prepared || g_generation != generation) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!prepared_ || generation_ != generation) return;
       if (DriverSaysRunning()) {
         VGPU_LOG(kWarn, "migration: no finish within {} ms; reopening the job", hold_ms);
         Reconcile();
@@ -143,20 +130,18 @@ void Watchdog(uint64_t generation, int64_t hold_ms) {
   }
 }
 
-}  // namespace
-
-Response Prepare(const nlohmann::json& args) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_prepared) return Response::Error(ErrorCode::kBusy, "a migration of this job is in progress");
+Response Migration::Prepare(const nlohmann::json& args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (prepared_) return Response::Error(ErrorCode::kBusy, "a migration of this job is in progress");
   // A suspended or checkpointed job moves too (its contexts; its memory is
   // off the device and comes back on the target at resume or restore). Its
   // gate is closed already, by the suspension, and stays so.
-  g_gate_ours = Runtime::Get().residency().state() == residency::State::kRunning;
+  gate_ours_ = rt_->residency().state() == residency::State::kRunning;
   LearnNodeUuids();
   const nlohmann::json pairs = args.value("pairs", nlohmann::json::array());
   if (!pairs.is_array() || pairs.empty()) return Response::Error(ErrorCode::kInval, "no GPU pairs");
-  Runtime& rt = Runtime::Get();
-  g_moves.clear();
+  Runtime& rt = *rt_;
+  moves_.clear();
   for (const auto& pr : pairs) {
     if (!pr.is_object() || !pr.contains("from") || !pr.contains("to") || !pr["from"].is_string() ||
         !pr["to"].is_string()) {
@@ -187,14 +172,16 @@ Response Prepare(const nlohmann::json& args) {
       }
       if (m.from == m.to) m.bytes = 0;
     }
-    g_moves.push_back(m);
+    moves_.push_back(m);
   }
-  if (g_gate_ours) residency::CloseGate();
-  g_prepared = true;
-  const uint64_t generation = ++g_generation;
+  if (gate_ours_) residency::CloseGate();
+  prepared_ = true;
+  const uint64_t generation = ++generation_;
   const int64_t hold_ms = args.value("hold_ms", int64_t{300000});
   try {
-    std::thread(Watchdog, generation, hold_ms < 1000 ? 1000 : hold_ms).detach();
+    std::thread([this, generation, hold = hold_ms < 1000 ? 1000 : hold_ms] {
+      Watchdog(generation, hold);  // the Runtime, and this, are never destroyed
+    }).detach();
   } catch (const std::exception& e) {
     Reconcile();
     return Response::Error(ErrorCode::kIo, std::string("cannot start the migration watchdog: ") + e.what());
@@ -202,11 +189,12 @@ Response Prepare(const nlohmann::json& args) {
   return Response::Ok({{"held", true}});
 }
 
-Response Finish() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_prepared) return Response::Error(ErrorCode::kInval, "no migration of this job is in progress");
+Response Migration::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!prepared_)
+    return Response::Error(ErrorCode::kInval, "no migration of this job is in progress");
   nlohmann::json moved = Reconcile();
   return Response::Ok({{"moved", moved}});
 }
 
-}  // namespace vgpu::migration
+}  // namespace vgpu

@@ -13,13 +13,49 @@
 // itself once the driver says the job runs: a job is never left held.
 #pragma once
 
+#include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "ctl/control/protocol.h"
+#include "intercept/device_index.h"
 
-namespace vgpu::migration {
+namespace vgpu {
 
-ctl::Response Prepare(const nlohmann::json& args);
-ctl::Response Finish();
+class Runtime;
 
-}  // namespace vgpu::migration
+// Owned by the Runtime; one migration of the process at a time.
+class Migration {
+ public:
+  explicit Migration(Runtime* rt) : rt_(rt) {}
+  ctl::Response Prepare(const nlohmann::json& args);
+  ctl::Response Finish();
+
+ private:
+  struct Move {
+    DriverOrdinal ordinal;  // the driver ordinal that names `from` before the move
+    NodeIndex from;
+    NodeIndex to;
+    uint64_t bytes = 0;  // the job's charge on `from`, reserved on `to` meanwhile
+  };
+  void LearnNodeUuids();
+  std::string UuidOf(NodeIndex n) const;
+  NodeIndex NodeOf(const std::string& uuid) const;
+  ctl::Response Refuse(ctl::ErrorCode code, const std::string& why);
+  nlohmann::json Reconcile();
+  void Watchdog(uint64_t generation, int64_t hold_ms);
+
+  Runtime* rt_;
+  std::mutex mu_;
+  bool prepared_ = false;
+  uint64_t generation_ = 0;
+  std::vector<Move> moves_;
+  bool gate_ours_ = false;  // the prepare closed the gate (the job was running)
+  // The UUID of each node device, by index: what the driver's ordinals named
+  // before the first migration (ordinal == node device then).
+  std::vector<std::string> node_uuids_;
+};
+
+}  // namespace vgpu

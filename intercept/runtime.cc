@@ -11,14 +11,12 @@
 #include "ctl/control/agent_server.h"
 #include "driver/real_driver.h"
 #include "intercept/agent_handler.h"
+#include "intercept/compute_share_host.h"
 #include "intercept/current_context.h"
 #include "residency/quiesce_gate.h"
-#include "share/compute_share.h"
 
 namespace vgpu {
 namespace {
-
-std::mutex g_init_mu;
 
 // At exit: the agent stops before the process's state goes away.
 void AtExit() { ctl::Agent::Stop(); }
@@ -115,12 +113,19 @@ Runtime::Runtime()
     (void)w;
     VGPU_LOG(kWarn, "{}", refusal.c_str());
   }
+  coordination_ = std::make_unique<Coordination>(CoordinationPorts{
+      .run_dir = config_.run_dir,
+      .uuid_of =
+          [this](int device) { return devices_.uuid(devices_.ToVirtual(DriverOrdinal(device))); },
+      .live_bytes = [this] { return vmm().LiveBytesByDevice(); },
+      .residency = [this]() -> residency::Engine& { return residency(); },
+  });
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   std::atexit(AtExit);
 }
 
 CUresult Runtime::OnCuInit() {
-  std::lock_guard<std::mutex> lock(g_init_mu);
+  std::lock_guard<std::mutex> lock(init_mu_);
   if (init_attempted_) return init_result_;
   init_attempted_ = true;
   init_result_ = BuildPhaseTwo();
@@ -177,10 +182,12 @@ CUresult Runtime::BuildPhaseTwo() {
     accounting_.SetQuota(ledger_view_.get());
   }
   settings_.InitFrom(config_);
-  if (!ComputeShare::Start(&error)) {
+  ComputeShare* share = nullptr;
+  if (!StartComputeShare(config_, devices_, settings_, &share, &error)) {
     ReportFatal(error);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
+  share_.store(share, std::memory_order_release);
   VGPU_LOG(kInfo, "ready: {} visible device(s), quota {}, group '{}'", devices_.count(),
            ledger_ != nullptr ? "on" : "off", config_.group.c_str());
   return CUDA_SUCCESS;
@@ -197,6 +204,25 @@ void Runtime::ReportRefusal(int device, uint64_t bytes) {
            site.empty() ? "" : " at ", site);
 }
 
+void Runtime::StartAgent() noexcept {
+  // cuInit must not fail because the agent could not start (out of memory,
+  // no thread): the job runs, it only cannot be checkpointed by hand.
+  try {
+    if (agent_handler_ == nullptr) agent_handler_ = MakeAgentHandler();
+    ctl::AgentOptions options;
+    options.run_dir = config_.run_dir;  // empty: ctl::RunDir()
+    options.lifecycle_hooks = false;    // this file's fork and exit handlers call the agent's
+    ctl::Status s = ctl::Agent::Start(agent_handler_.get(), options);
+    if (!s.ok()) {
+      VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
+    } else {
+      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
+    }
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "control agent not started: {}", e.what());
+  }
+}
+
 void Runtime::OnForkChild() {
   // The parent's CUDA context does not survive fork; neither do its charges.
   accounting_.Clear();
@@ -204,7 +230,7 @@ void Runtime::OnForkChild() {
   // The driver refuses a forked child's calls; so do the hooks that would
   // otherwise answer from state of the parent's (device count, mapping).
   ready_.store(false, std::memory_order_release);
-  ComputeShare::OnForkChild();
+  share_.store(nullptr, std::memory_order_release);
   ForgetAllCurrentContexts();  // the child's thread asks the driver afresh
 }
 

@@ -12,14 +12,19 @@
 
 #include "common/call_sites.h"
 #include "common/config/config.h"
+#include "ctl/control/agent_server.h"
+#include "intercept/coordination.h"
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
 #include "intercept/graph_memory.h"
+#include "intercept/migration.h"
 #include "intercept/non_migratable.h"
+#include "intercept/nvml_view.h"
 #include "intercept/runtime_settings.h"
 #include "quota/allocation_accounting.h"
 #include "quota/quota_ledger.h"
 #include "residency/engine.h"
+#include "share/compute_share.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -52,6 +57,16 @@ class Runtime {
   // configuration until then).
   RuntimeSettings& settings() { return settings_; }
   NonMigratableBook& non_migratable() { return non_migratable_; }
+  // The compute share; nullptr when the policy is native, before phase two
+  // and in a fork child (which has no accountant thread and holds no lease).
+  // Read on every launch: one acquire load.
+  ComputeShare* share() const { return share_.load(std::memory_order_acquire); }
+  // What NVML answers with for each visible device (hooks_nvml.cc).
+  NvmlView& nvml_view() { return nvml_view_; }
+  // libvgpu's side of vgpud: asking for room, parking and the watchdog.
+  Coordination& coordination() { return *coordination_; }
+  // The process's half of a migration (docs/migration.md).
+  Migration& migration() { return migration_; }
   // The process's VMM-backed memory (docs/vmm.md) on the real driver's table,
   // and the residency engine that moves it. Built at first use: the driver
   // table loads then, never while the configuration is being read.
@@ -65,6 +80,7 @@ class Runtime {
   struct DriverMechanisms;
   DriverMechanisms& Mechanisms();
   CUresult BuildPhaseTwo();
+  void StartAgent() noexcept;
   void ReportRefusal(int device, uint64_t bytes);
 
   Config config_;
@@ -78,9 +94,15 @@ class Runtime {
   CallSites call_sites_;
   RuntimeSettings settings_;
   NonMigratableBook non_migratable_;
+  NvmlView nvml_view_;
+  std::unique_ptr<Coordination> coordination_;
+  Migration migration_{this};                    // built once the configuration is read
+  std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it
+  std::atomic<ComputeShare*> share_{nullptr};    // never deleted: see compute_share_host.h
   std::once_flag mechanisms_once_;
   std::unique_ptr<DriverMechanisms> mechanisms_;
   std::atomic<bool> ready_{false};
+  std::mutex init_mu_;  // phase two, once
   bool init_attempted_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
 };

@@ -27,8 +27,6 @@ constexpr uint64_t kHandoverLeadNs = 500'000;
 
 }  // namespace
 
-std::atomic<ComputeShare*> ComputeShare::instance_{nullptr};
-
 ComputeShare::ComputeShare(std::shared_ptr<SchedRegion> region, int client, std::string group,
                            ShareHost* host)
     : region_(std::move(region)), client_(client), group_name_(std::move(group)), host_(host) {}
@@ -37,8 +35,6 @@ bool ComputeShare::UpdateParams(int device, const GroupParams& params) {
   if (device < 0 || device >= kSchedDevices) return false;
   return region_->SetGroupParams(device, group_name_, params);
 }
-
-void ComputeShare::OnForkChild() { instance_.store(nullptr, std::memory_order_release); }
 
 bool ComputeShare::Join(int device, std::string* error) {
   if (device < 0) return true;

@@ -49,14 +49,6 @@ class ShareHost {
 
 class ComputeShare {
  public:
-  // nullptr when the policy is native (no compute scheduling): launches then
-  // pass straight through.
-  static ComputeShare* Get() { return instance_.load(std::memory_order_acquire); }
-  // Called once after cuInit succeeded; reports a fatal error on failure.
-  static bool Start(std::string* error);
-  // After fork: the child has no accountant thread and holds no lease.
-  static void OnForkChild();
-
   // Runtime change (`vgpuctl set`): the group's parameters on physical
   // device `device`, in the shared region where every member's accountant
   // reads them (the next refill applies them). False if the group has no
@@ -152,8 +144,6 @@ class ComputeShare {
   void FinishTail(int device);
   void UpdateQueueBound(int device, uint64_t now);
   void GiveUp(int device, uint64_t now);
-
-  static std::atomic<ComputeShare*> instance_;
 
   std::shared_ptr<SchedRegion> region_;
   int client_ = -1;
