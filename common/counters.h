@@ -79,7 +79,8 @@ struct alignas(64) Cell {
 };
 
 // This process's counters (one copy per binary that links them: libvgpu's are
-// the process's).
+// the process's). Namespace scope: an increment on a hot path is one relaxed
+// add, and mechanisms below any composition root count too.
 extern Cell g_cells[kCount];
 
 inline void Add(Id id, uint64_t n = 1) noexcept {

@@ -43,6 +43,8 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
   std::string name_;
 };
 
+// Process-wide, outside any composition root: every layer logs (vgpud and
+// vgpuctl too, which have no Runtime), and a disabled level costs one load.
 std::atomic<int> g_level{static_cast<int>(LogLevel::kOff)};
 // Never destroyed: components may log during exit. A replaced logger is kept
 // too: a racing caller may still be using it.

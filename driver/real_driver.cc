@@ -36,6 +36,10 @@ void Resolve(void* handle, const char* name, T* out) {
   *out = handle != nullptr ? reinterpret_cast<T>(RealDlsym(handle, name)) : nullptr;
 }
 
+// Set by the process's owner before any table loads (libvgpu: from a
+// constructor, before the Runtime exists: a hook may run from another
+// library's constructor first). The tables themselves are function-local
+// statics for the same reason: the loader decides when the first call comes.
 std::atomic<LibraryPathsFn> g_paths{nullptr};
 
 LibraryPaths Paths() {

@@ -5,6 +5,8 @@
 
 namespace vgpu {
 
+// Namespace scope, not the Runtime's: read on every launch next to the
+// thread-local cache it invalidates (current_context.h).
 std::atomic<uint64_t> g_context_epoch{0};
 
 const CurrentContext& RereadCurrentContext() {

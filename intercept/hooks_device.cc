@@ -41,9 +41,6 @@ void ToVirtLocation(CUmemLocation* loc) {
   if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = Visible(loc->id);
 }
 
-// Primary context of each physical device, to know what a release frees.
-CUcontext g_primary[64] = {};
-
 // What a VMM-backed pointer answers instead of the reservation it lives in:
 // exactly what the driver answers for a cuMemAlloc pointer. False if the
 // attribute is not one that differs.
@@ -144,7 +141,9 @@ VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCt
     CUdevice p = 0;
     if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDevicePrimaryCtxRetain, pctx, p);
-    if (r == CUDA_SUCCESS && p < 64) vgpu::g_primary[p] = *pctx;
+    if (r == CUDA_SUCCESS && p < vgpu::Runtime::kPrimaryContexts) {
+      vgpu::Runtime::Get().primary_context(p).store(*pctx);
+    }
     return r;
   });
 }
@@ -159,9 +158,9 @@ VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrima
     unsigned flags = 0;
     int active = 1;
     // The last release destroys the context and, with it, its memory.
-    if (r == CUDA_SUCCESS && p < 64 &&
+    if (r == CUDA_SUCCESS && p < vgpu::Runtime::kPrimaryContexts &&
         REAL_CALL(cuDevicePrimaryCtxGetState, p, &flags, &active) == CUDA_SUCCESS && !active) {
-      vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+      vgpu::ReleaseContextCharges(vgpu::Runtime::Get().primary_context(p).load());
     }
     return r;
   });
@@ -174,7 +173,8 @@ VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimary
     if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
     vgpu::ForgetAllCurrentContexts();  // destroyed, wherever it is current
-    if (r == CUDA_SUCCESS && p < 64) vgpu::ReleaseContextCharges(vgpu::g_primary[p]);
+    if (r == CUDA_SUCCESS && p < 64)
+      vgpu::ReleaseContextCharges(vgpu::Runtime::Get().primary_context(p).load());
     return r;
   });
 }

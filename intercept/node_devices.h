@@ -15,6 +15,8 @@ namespace vgpu {
 
 inline constexpr int kNodeDevices = 16;
 
+// Namespace scope, not the Runtime's: read on every launch (one relaxed
+// load), and written only by a migration.
 namespace node_devices_internal {
 inline std::atomic<int> g_node[kNodeDevices] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                 8, 9, 10, 11, 12, 13, 14, 15};

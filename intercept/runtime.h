@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,10 @@ class Runtime {
   Coordination& coordination() { return *coordination_; }
   // The process's half of a migration (docs/migration.md).
   Migration& migration() { return migration_; }
+  // The primary context of each physical device (up to kPrimaryContexts), to
+  // know what its last release frees.
+  static constexpr int kPrimaryContexts = 64;
+  std::atomic<CUcontext>& primary_context(int device) { return primary_[device]; }
   // The process's VMM-backed memory (docs/vmm.md) on the real driver's table,
   // and the residency engine that moves it. Built at first use: the driver
   // table loads then, never while the configuration is being read.
@@ -96,7 +101,9 @@ class Runtime {
   NonMigratableBook non_migratable_;
   NvmlView nvml_view_;
   std::unique_ptr<Coordination> coordination_;
-  Migration migration_{this};                    // built once the configuration is read
+  Migration migration_{this};
+  std::array<std::atomic<CUcontext>, kPrimaryContexts>
+      primary_{};                                // built once the configuration is read
   std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it
   std::atomic<ComputeShare*> share_{nullptr};    // never deleted: see compute_share_host.h
   std::once_flag mechanisms_once_;

@@ -117,6 +117,8 @@ uint64_t SumUsed(LedgerRegion* region, int d) {
 
 enum class Attempt { kOk, kOver, kNeverFits };
 
+// Tests only (SetStepHook): pauses a reservation between its steps. Static
+// so that the reservation path carries no pointer for it.
 std::atomic<QuotaLedger::StepHook> g_step_hook{nullptr};
 
 void StepHookPoint(int d, uint64_t bytes) {

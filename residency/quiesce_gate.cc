@@ -14,6 +14,8 @@
 
 namespace vgpu::residency {
 
+// Namespace scope, not an Engine's: every hot path reads the flag and its
+// thread's slot (one load each); a process has one gate, whatever owns it.
 std::atomic<bool> g_gate_closed{false};
 
 namespace {
