@@ -45,4 +45,27 @@ struct Status {
   }
 };
 
+// A value, or the Status that says why there is none: `return value;` or
+// `return Status::Error(...);`. T is default-constructible: the value of an
+// error reads as T{}, never as garbage.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}       // NOLINT: implicit, as a return value
+  Result(Status error) : status_(std::move(error)) {  // NOLINT: implicit, as a return value
+    // An "error" that says OK would read as success without a value.
+    if (status_.ok()) status_ = Status::Error(ErrorCode::kIo, "internal error: empty result");
+  }
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  const T& value() const { return value_; }
+  T& value() { return value_; }
+  const T* operator->() const { return &value_; }
+  T* operator->() { return &value_; }
+
+ private:
+  Status status_;
+  T value_{};
+};
+
 }  // namespace vgpu

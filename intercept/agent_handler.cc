@@ -67,14 +67,14 @@ Progress ProgressTo(ctl::ProgressSink* sink) {
 // A residency operation's outcome as the protocol's result (bytes, seconds,
 // state; path and phases when there are).
 Response ToResponse(const residency::Result& r) {
-  if (!r.ok) return Response::Error(r.code, r.message);
-  nlohmann::json j = {{"bytes", r.bytes},
-                      {"seconds", r.seconds},
+  if (!r.ok()) return Response::Error(r.status());
+  nlohmann::json j = {{"bytes", r->bytes},
+                      {"seconds", r->seconds},
                       {"state", residency::StateName(Runtime::Get().residency().state())}};
-  if (!r.path.empty()) j["path"] = r.path;
-  if (!r.phases.empty()) {
+  if (!r->path.empty()) j["path"] = r->path;
+  if (!r->phases.empty()) {
     nlohmann::json phases = nlohmann::json::object();
-    for (const auto& [name, seconds] : r.phases) phases[name] = seconds;
+    for (const auto& [name, seconds] : r->phases) phases[name] = seconds;
     j["phases"] = phases;
   }
   return Response::Ok(j);

@@ -73,21 +73,22 @@ std::string OwnGroupName() {
 
 }  // namespace
 
-bool StartComputeShare(const Config& cfg, const DeviceMap& devices, RuntimeSettings& settings,
-                       ComputeShare** out, std::string* error) {
-  *out = nullptr;
-  if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return true;
-  std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, error);
-  if (region == nullptr) return false;
+Result<ComputeShare*> StartComputeShare(const Config& cfg, const DeviceMap& devices,
+                                        RuntimeSettings& settings) {
+  if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return nullptr;
+  std::string error;
+  std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, &error);
+  if (region == nullptr) return Status::Error(ErrorCode::kIo, error);
   region->ReapDead();  // our image before an exec() among them: it holds no lock now
   std::string why;
   int client = region->RegisterClient(getpid(), &why);
   if (client < 0) {
-    *error = !why.empty() ? "the compute scheduler: " + why
-                          : "the compute scheduler's client table is full (" +
-                                std::to_string(kSchedClients) +
-                                " processes with a compute policy, the limit per node)";
-    return false;
+    return Status::Error(ErrorCode::kBusy,
+                         !why.empty()
+                             ? "the compute scheduler: " + why
+                             : "the compute scheduler's client table is full (" +
+                                   std::to_string(kSchedClients) +
+                                   " processes with a compute policy, the limit per node)");
   }
   std::string group =
       SchedRegion::TenantGroupName(cfg.group.empty() ? OwnGroupName() : cfg.group, geteuid());
@@ -95,19 +96,18 @@ bool StartComputeShare(const Config& cfg, const DeviceMap& devices, RuntimeSetti
   // Every visible device's group slot is taken now: a process that cannot
   // be governed must not start (it would run uncapped).
   for (int v = 0; v < devices.count(); ++v) {
-    if (!cs->Join(NodeDevice(devices.ToPhysical(VisibleIndex(v))).value(), error)) {
+    if (!cs->Join(NodeDevice(devices.ToPhysical(VisibleIndex(v))).value(), &error)) {
       region->Unregister(client);  // the object is left behind: its accountant may run
-      return false;
+      return Status::Error(ErrorCode::kBusy, error);
     }
   }
-  *out = cs;
   GroupParams p = settings.ParamsFor(cfg.EffectivePolicyFor(0), 0);
   VGPU_LOG(
       kInfo, "compute share: group '{}' policy {} share {}% weight {}{}{}", group.c_str(),
       p.policy == SchedPolicy::kFixed ? "fixed" : "weighted", p.share_permille / 10, p.weight,
       p.high_priority ? " high-priority" : "",
       cfg.compute_share_by_index.empty() ? "" : " (device 0; others per CUDA_DEVICE_SM_LIMIT_<i>)");
-  return true;
+  return cs;
 }
 
 }  // namespace vgpu

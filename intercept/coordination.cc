@@ -84,11 +84,11 @@ void Coordination::WatchdogLoop() {
     if (!nvml_ready || !MemoryFits()) continue;
     const bool on_disk = engine.state() == residency::State::kCheckpointed;
     residency::Result r = on_disk ? engine.Restore("", {}) : engine.Resume({});
-    if (r.ok) {
+    if (r.ok()) {
       NoteUnparked();
       // The image was vgpud's parking place, not a checkpoint anyone asked
       // for (vgpud deletes it too when it restores a job itself).
-      if (on_disk && !r.path.empty()) unlink(r.path.c_str());
+      if (on_disk && !r->path.empty()) unlink(r->path.c_str());
       VGPU_LOG(kWarn, "vgpud gone for {} ms: resumed by itself", grace_ms_.load());
     }
   }

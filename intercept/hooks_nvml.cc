@@ -60,12 +60,12 @@ nvmlReturn_t BuildView() {
   bool quota = !cfg.group.empty();
   for (uint64_t l : limits) quota = quota || l != kUnlimited;
   if (quota && Runtime::Get().ledger() == nullptr) {
-    std::string error;
-    v.own_ledger = QuotaLedger::Open(cfg.group, limits, &error);
-    if (v.own_ledger == nullptr) {
-      ReportFatal(error);
+    Result<std::unique_ptr<QuotaLedger>> opened = QuotaLedger::Open(cfg.group, limits);
+    if (!opened.ok()) {
+      ReportFatal(opened.status().message);
       return v.status = NVML_ERROR_UNINITIALIZED;
     }
+    v.own_ledger = std::move(opened.value());
   }
   return v.status = NVML_SUCCESS;
 }

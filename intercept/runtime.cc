@@ -167,11 +167,12 @@ CUresult Runtime::BuildPhaseTwo() {
     }
   }
   if (any_limit || !config_.group.empty()) {
-    ledger_ = QuotaLedger::Open(config_.group, limits, &error);
-    if (ledger_ == nullptr) {
-      ReportFatal(error);
+    Result<std::unique_ptr<QuotaLedger>> opened = QuotaLedger::Open(config_.group, limits);
+    if (!opened.ok()) {
+      ReportFatal(opened.status().message);
       return CUDA_ERROR_NOT_INITIALIZED;
     }
+    ledger_ = std::move(opened.value());
     if (!ledger_->Join()) {  // full: the process would get no allocation at all
       ReportFatal("quota group '" + config_.group + "' is full: " + std::to_string(kLedgerSlots) +
                   " live member processes, the limit per group");
@@ -182,12 +183,12 @@ CUresult Runtime::BuildPhaseTwo() {
     accounting_.SetQuota(ledger_view_.get());
   }
   settings_.InitFrom(config_);
-  ComputeShare* share = nullptr;
-  if (!StartComputeShare(config_, devices_, settings_, &share, &error)) {
-    ReportFatal(error);
+  Result<ComputeShare*> share = StartComputeShare(config_, devices_, settings_);
+  if (!share.ok()) {
+    ReportFatal(share.status().message);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
-  share_.store(share, std::memory_order_release);
+  share_.store(share.value(), std::memory_order_release);
   VGPU_LOG(kInfo, "ready: {} visible device(s), quota {}, group '{}'", devices_.count(),
            ledger_ != nullptr ? "on" : "off", config_.group.c_str());
   return CUDA_SUCCESS;

@@ -194,16 +194,12 @@ std::string QuotaLedger::ShmName(const std::string& group) {
   return "/vgpu-ledger-" + std::to_string(geteuid()) + "-" + group;
 }
 
-std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
-                                               const std::vector<uint64_t>& limits,
-                                               std::string* error) {
-  std::string ignored;
-  if (error == nullptr) error = &ignored;
-  error->clear();
+Result<std::unique_ptr<QuotaLedger>> QuotaLedger::Open(const std::string& group,
+                                                       const std::vector<uint64_t>& limits) {
   if (limits.size() > static_cast<size_t>(kLedgerDevices)) {
-    *error = "quota ledger: " + std::to_string(limits.size()) + " device limits, at most " +
-             std::to_string(kLedgerDevices) + " devices";
-    return nullptr;
+    return Status::Error(ErrorCode::kInval, "quota ledger: " + std::to_string(limits.size()) +
+                                                " device limits, at most " +
+                                                std::to_string(kLedgerDevices) + " devices");
   }
   std::unique_ptr<QuotaLedger> ledger(new QuotaLedger());
   ledger->self_pid_ = getpid();
@@ -212,25 +208,26 @@ std::unique_ptr<QuotaLedger> QuotaLedger::Open(const std::string& group,
     // Private: shared with fork()ed children only, so they draw from our quota.
     void* p = MapPrivateRegion(sizeof(LedgerRegion));
     if (p == nullptr) {
-      *error = std::string("quota ledger: mmap: ") + std::strerror(errno);
-      return nullptr;
+      return Status::Error(ErrorCode::kNoMem,
+                           std::string("quota ledger: mmap: ") + std::strerror(errno));
     }
     ledger->region_ = static_cast<LedgerRegion*>(p);
     InitRegion(ledger->region_, group, limits);
     return ledger;
   }
   if (!ValidGroup(group)) {
-    *error = "quota ledger: invalid group name \"" + group.substr(0, kMaxGroupName) +
-             "\": use at most 100 of [A-Za-z0-9._-]";
-    return nullptr;
+    return Status::Error(ErrorCode::kInval, "quota ledger: invalid group name \"" +
+                                                group.substr(0, kMaxGroupName) +
+                                                "\": use at most 100 of [A-Za-z0-9._-]");
   }
+  std::string error;
   ShmRegionMapping m = OpenShmRegion({.name = ShmName(group),
                                       .what = "quota ledger",
                                       .magic = kLedgerMagic,
                                       .version = kLedgerVersion,
                                       .bytes = sizeof(LedgerRegion)},
-                                     error);
-  if (m.addr == nullptr) return nullptr;
+                                     &error);
+  if (m.addr == nullptr) return Status::Error(ErrorCode::kIo, error);
   ledger->region_ = static_cast<LedgerRegion*>(m.addr);
   if (m.created) {
     InitRegion(ledger->region_, group, limits);

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+
 namespace vgpu {
 
 inline constexpr uint64_t kLedgerMagic = 0x3151474c55504756ull;  // "VGPULGQ1"
@@ -56,9 +58,10 @@ class QuotaLedger {
   // stricter (smaller) of the existing and the requested limit is kept, so a
   // member can never raise the group's quota. An empty group name gives a
   // private ledger (anonymous shared memory; shared with fork()ed children).
-  // Returns nullptr and a one-line message on failure.
-  static std::unique_ptr<QuotaLedger> Open(const std::string& group,
-                                           const std::vector<uint64_t>& limits, std::string* error);
+  // On failure, a Status with a one-line message (EINVAL: a bad group name
+  // or too many limits; EIO: a foreign or damaged region, or no access).
+  static Result<std::unique_ptr<QuotaLedger>> Open(const std::string& group,
+                                                   const std::vector<uint64_t>& limits);
   ~QuotaLedger();
 
   // Claims this process's member slot now (it is otherwise claimed at the

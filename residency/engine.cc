@@ -49,9 +49,9 @@ double Since(std::chrono::steady_clock::time_point t0) {
 std::string CuErr(CUresult r) { return driver::CuErrorText(r); }
 
 // The result of a finished checkpoint or restore, logged once.
-Result Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_point t0,
+Report Done(const char* verb, uint64_t bytes, std::chrono::steady_clock::time_point t0,
             const std::string& path) {
-  Result res;
+  Report res;
   res.bytes = bytes;
   res.seconds = Since(t0);
   res.path = path;
@@ -94,10 +94,10 @@ std::string Hex(uint64_t v) {
 // Counts a completed operation (common/counters.h); a refused or failed one
 // counts nothing. A resume of a checkpointed process counts as a resume.
 Result Counted(Result r, counters::Id ops, counters::Id bytes, counters::Id ns) {
-  if (!r.ok) return r;
+  if (!r.ok()) return r;
   counters::Add(ops);
-  counters::Add(bytes, r.bytes);
-  counters::Add(ns, static_cast<uint64_t>(r.seconds * 1e9));
+  counters::Add(bytes, r->bytes);
+  counters::Add(ns, static_cast<uint64_t>(r->seconds * 1e9));
   return r;
 }
 
@@ -157,11 +157,11 @@ void Engine::Quiesce() {
   }
 }
 
-Result Engine::RefuseNonMigratable() {
+Status Engine::RefuseNonMigratable() {
   // Graph pools' cached memory is given back first by the owner's count.
   const uint64_t n = ports_.non_migratable_bytes ? ports_.non_migratable_bytes() : 0;
-  if (n == 0) return Result::Ok();
-  return Result::Error(
+  if (n == 0) return Status::Ok();
+  return Status::Error(
       ErrorCode::kBusy,
       "process holds " + std::to_string(n) +
           " bytes of non-migratable memory (on the driver's path: managed memory, arrays, "
@@ -170,23 +170,23 @@ Result Engine::RefuseNonMigratable() {
 }
 
 // Appends a suspended allocation from its host copy.
-Result Engine::AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
+Status Engine::AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w) {
   constexpr size_t kPiece = 16ull << 20;
   for (size_t o = 0; o < a.size; o += kPiece) {
     const uint8_t* src = ports_.vmm->HostCopy(a.va + o);
     if (src == nullptr)
-      return Result::Error(ErrorCode::kIo, "suspended allocation has no host copy");
+      return Status::Error(ErrorCode::kIo, "suspended allocation has no host copy");
     if (auto st = w->Append(src, std::min(kPiece, a.size - o)); !st.ok()) {
-      return Result::Error(ErrorCode::kIo, st.message);
+      return Status::Error(ErrorCode::kIo, st.message);
     }
   }
-  return Result::Ok();
+  return Status::Ok();
 }
 
 // Writes every allocation into a new image at `path` (from the device when
 // `from_device`, else from the host copies of a suspended process). When it
 // returns, no copy is in flight and a failed image's temp file is gone.
-Result Engine::WriteImage(const std::string& path, bool replace, bool from_device,
+Status Engine::WriteImage(const std::string& path, bool replace, bool from_device,
                           const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
                           const Progress& progress) {
   nlohmann::json meta = {{"pid", getpid()}, {"allocations", allocs.size()}, {"bytes", total}};
@@ -202,23 +202,23 @@ Result Engine::WriteImage(const std::string& path, bool replace, bool from_devic
     wo.frame_buffers = PinnedFrameBuffers(staging_, allocs[0].ctx);
   std::unique_ptr<checkpoint::ImageWriter> w;
   if (auto st = checkpoint::ImageWriter::Create(path, md, wo, &w); !st.ok()) {
-    return Result::Error(ErrorCode::kIo, st.message);
+    return Status::Error(ErrorCode::kIo, st.message);
   }
   CopyStreams streams(staging_);  // declared after w: its copies finish before w's buffers go
   for (const auto& a : allocs) {
     if (auto st = w->BeginRecord(a.va, a.size, 0, a.device); !st.ok()) {
-      return Result::Error(ErrorCode::kIo, st.message);
+      return Status::Error(ErrorCode::kIo, st.message);
     }
     if (from_device) {
       if (std::string e = streams.CopyOut(a, w.get()); !e.empty())
-        return Result::Error(ErrorCode::kIo, e);
-    } else if (Result r = AppendHostCopy(a, w.get()); !r.ok) {
+        return Status::Error(ErrorCode::kIo, e);
+    } else if (Status r = AppendHostCopy(a, w.get()); !r.ok()) {
       return r;
     }
-    if (auto st = w->EndRecord(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
+    if (auto st = w->EndRecord(); !st.ok()) return Status::Error(ErrorCode::kIo, st.message);
   }
-  if (auto st = w->Finish(); !st.ok()) return Result::Error(ErrorCode::kIo, st.message);
-  return Result::Ok();
+  if (auto st = w->Finish(); !st.ok()) return Status::Error(ErrorCode::kIo, st.message);
+  return Status::Ok();
 }
 
 // Whether a new image may go to `path`: nothing is there, or an image this
@@ -226,18 +226,18 @@ Result Engine::WriteImage(const std::string& path, bool replace, bool from_devic
 // whole until the new one is. Anything else may be another job's only copy
 // of its memory, or one left by an earlier process with our pid (exec, a
 // reboot): never replaced.
-Result Engine::CheckImageTarget(const std::string& path, bool* replace) {
+Status Engine::CheckImageTarget(const std::string& path, bool* replace) {
   struct stat st {};
   *replace = false;
   if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Result::Ok();
-    return Result::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
+    if (errno == ENOENT) return Status::Ok();
+    return Status::Error(ErrorCode::kIo, "cannot check " + path + ": " + strerror(errno));
   }
   if (S_ISREG(st.st_mode) && own_images_.count(IdentityOf(st)) != 0) {
     *replace = true;
-    return Result::Ok();
+    return Status::Ok();
   }
-  return Result::Error(ErrorCode::kExist,
+  return Status::Error(ErrorCode::kExist,
                        "refusing to replace " + path +
                            ": this process did not write it (another job's image, or an "
                            "earlier process's with the same pid); move it away or "
@@ -256,14 +256,14 @@ void Engine::NoteOwnImage(const std::string& path) {
 
 // The image must describe exactly this process's allocations (same VAs,
 // sizes, devices): pairs every record with its allocation, or says why not.
-Result Engine::MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
+Status Engine::MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
                           std::vector<RestoreTarget>* targets) {
   targets->clear();  // a second match (after quiescing) replaces the first
   std::vector<vmm::AllocationInfo> allocs = ports_.vmm->Allocations();
   auto recs = reader.records();
   const std::string prefix = "checkpoint image " + path + " does not match this process: ";
   if (recs.size() != allocs.size()) {
-    return Result::Error(ErrorCode::kIo, prefix + std::to_string(recs.size()) +
+    return Status::Error(ErrorCode::kIo, prefix + std::to_string(recs.size()) +
                                              " records, the process has " +
                                              std::to_string(allocs.size()) + " allocations");
   }
@@ -275,12 +275,12 @@ Result Engine::MatchImage(const checkpoint::ImageReader& reader, const std::stri
     const auto& r = recs[order[i]];
     if (r.va != allocs[i].va || r.size != allocs[i].size ||
         static_cast<int>(r.device) != allocs[i].device) {
-      return Result::Error(ErrorCode::kIo,
+      return Status::Error(ErrorCode::kIo,
                            prefix + "record at VA " + Hex(r.va) + " has no matching allocation");
     }
     targets->push_back({order[i], allocs[i]});
   }
-  return Result::Ok();
+  return Status::Ok();
 }
 
 // Maps fresh device memory and streams the image into it.
@@ -300,21 +300,21 @@ std::string Engine::MapAndLoad(const checkpoint::ImageReader& reader,
 
 Result Engine::RestoreLocked(const std::string& from, const Progress& progress) {
   std::string path = ImagePath(from.empty() ? last_path_ : from);
-  if (path.empty()) return Result::Error(ErrorCode::kNoEnt, "no checkpoint to restore from");
+  if (path.empty()) return Status::Error(ErrorCode::kNoEnt, "no checkpoint to restore from");
   auto t0 = std::chrono::steady_clock::now();
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     std::string others = !from.empty() && path != from ? OtherImages(from) : "";
-    return Result::Error(ErrorCode::kNoEnt, "no checkpoint image at " + path + others);
+    return Status::Error(ErrorCode::kNoEnt, "no checkpoint image at " + path + others);
   }
   checkpoint::ReaderOptions ro;
   ro.log = [](const std::string& line) { VGPU_LOG(kDebug, "{}", line.c_str()); };
   std::unique_ptr<checkpoint::ImageReader> reader;
   if (auto s = checkpoint::ImageReader::Open(path, ro, &reader); !s.ok()) {
-    return Result::Error(ErrorCode::kIo, s.message);
+    return Status::Error(ErrorCode::kIo, s.message);
   }
   std::vector<RestoreTarget> targets;
-  if (Result r = MatchImage(*reader, path, &targets); !r.ok) return r;
+  if (Status r = MatchImage(*reader, path, &targets); !r.ok()) return r;
   vmm::Manager& m = (*ports_.vmm);
   State before = state_.load();
   if (before == State::kCheckpointed) {
@@ -323,7 +323,7 @@ Result Engine::RestoreLocked(const std::string& from, const Progress& progress) 
     // was mapped again, which is exactly the state before the call.
     if (std::string e = MapAndLoad(*reader, targets, progress); !e.empty()) {
       m.ReleaseAll(false, nullptr);
-      return Result::Error(ErrorCode::kIo,
+      return Status::Error(ErrorCode::kIo,
                            "restore from " + path + " refused: " + e +
                                " (the process stays suspended; its memory is still in " +
                                last_path_ + ")");
@@ -332,11 +332,11 @@ Result Engine::RestoreLocked(const std::string& from, const Progress& progress) 
     // Running, or suspended with host copies: those are the data until the
     // whole image is known good, so verify every frame before touching them.
     if (progress) progress("verify", 0, reader->info().data_bytes);
-    if (auto s = reader->VerifyData(); !s.ok()) return Result::Error(ErrorCode::kIo, s.message);
+    if (auto s = reader->VerifyData(); !s.ok()) return Status::Error(ErrorCode::kIo, s.message);
     if (before == State::kRunning) {
       Quiesce();
       // The application may have allocated or freed since the first match.
-      if (Result r = MatchImage(*reader, path, &targets); !r.ok) {
+      if (Status r = MatchImage(*reader, path, &targets); !r.ok()) {
         OpenGate();
         return r;
       }
@@ -348,7 +348,7 @@ Result Engine::RestoreLocked(const std::string& from, const Progress& progress) 
       m.ReleaseAll(false, nullptr);
       last_path_ = path;
       state_.store(State::kCheckpointed);
-      return Result::Error(ErrorCode::kIo, "restore from " + path + " failed midway: " + e +
+      return Status::Error(ErrorCode::kIo, "restore from " + path + " failed midway: " + e +
                                                " (the process stays suspended; its memory is in " +
                                                path + ")");
     }
@@ -361,12 +361,12 @@ Result Engine::RestoreLocked(const std::string& from, const Progress& progress) 
 Result Engine::DoSuspend(const Progress& progress) {
   std::lock_guard<std::mutex> lock(op_mu_);
   if (state_.load() != State::kRunning)
-    return Result::Error(ErrorCode::kBusy, "process is already suspended");
-  if (Result r = RefuseNonMigratable(); !r.ok) return r;
+    return Status::Error(ErrorCode::kBusy, "process is already suspended");
+  if (Status r = RefuseNonMigratable(); !r.ok()) return r;
   auto t0 = std::chrono::steady_clock::now();
   Quiesce();
   // Again, drained: a managed allocation may have been inside the gate.
-  if (Result r = RefuseNonMigratable(); !r.ok) {
+  if (Status r = RefuseNonMigratable(); !r.ok()) {
     OpenGate();
     return r;
   }
@@ -382,12 +382,12 @@ Result Engine::DoSuspend(const Progress& progress) {
   });
   if (r != CUDA_SUCCESS) {
     OpenGate();
-    return Result::Error(ErrorCode::kIo, "suspend failed copying device memory out: " + CuErr(r));
+    return Status::Error(ErrorCode::kIo, "suspend failed copying device memory out: " + CuErr(r));
   }
   state_.store(State::kSuspended);
   auto t_end = std::chrono::steady_clock::now();
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-  Result res;
+  Report res;
   res.bytes = bytes;
   res.seconds = secs(t0, t_end);
   res.phases = {{"drain", secs(t0, t_drained)},
@@ -403,7 +403,7 @@ Result Engine::DoSuspend(const Progress& progress) {
 Result Engine::DoResume(const Progress& progress) {
   std::lock_guard<std::mutex> lock(op_mu_);
   State s = state_.load();
-  if (s == State::kRunning) return Result::Error(ErrorCode::kBusy, "process is not suspended");
+  if (s == State::kRunning) return Status::Error(ErrorCode::kBusy, "process is not suspended");
   if (s == State::kCheckpointed) return RestoreLocked(last_path_, progress);
   auto t0 = std::chrono::steady_clock::now();
   vmm::Manager& m = (*ports_.vmm);
@@ -411,13 +411,13 @@ Result Engine::DoResume(const Progress& progress) {
     if (progress) progress("copy", d, t);
   });
   if (r != CUDA_SUCCESS) {
-    return Result::Error(ErrorCode::kIo,
+    return Status::Error(ErrorCode::kIo,
                          "resume failed mapping or copying back device memory: " + CuErr(r) +
                              " (still suspended; retry when memory is free)");
   }
   state_.store(State::kRunning);
   OpenGate();
-  Result res;
+  Report res;
   res.bytes = m.MappedBytes();
   res.seconds = Since(t0);
   return res;
@@ -427,27 +427,27 @@ Result Engine::DoCheckpoint(const std::string& dir, bool leave_running, const Pr
   std::lock_guard<std::mutex> lock(op_mu_);
   State s = state_.load();
   if (s == State::kCheckpointed) {
-    return Result::Error(ErrorCode::kBusy, "process is already checkpointed to " + last_path_ +
+    return Status::Error(ErrorCode::kBusy, "process is already checkpointed to " + last_path_ +
                                                "; restore or resume it first");
   }
   if (s == State::kRunning) {
-    if (Result r = RefuseNonMigratable(); !r.ok) return r;
+    if (Status r = RefuseNonMigratable(); !r.ok()) return r;
   }
-  if (dir.empty()) return Result::Error(ErrorCode::kInval, "no checkpoint directory given");
+  if (dir.empty()) return Status::Error(ErrorCode::kInval, "no checkpoint directory given");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Result::Error(ErrorCode::kIo, "cannot create " + dir + ": " + ec.message());
+  if (ec) return Status::Error(ErrorCode::kIo, "cannot create " + dir + ": " + ec.message());
   std::string path = dir + "/" + ImageFileName();
   bool replace = false;
-  if (Result r = CheckImageTarget(path, &replace); !r.ok) return r;
+  if (Status r = CheckImageTarget(path, &replace); !r.ok()) return r;
   auto t0 = std::chrono::steady_clock::now();
   if (s == State::kRunning) Quiesce();
-  auto undo = [&](Result r) {
+  auto undo = [&](Status r) -> Result {
     if (s == State::kRunning) OpenGate();
     return r;
   };
   if (s == State::kRunning) {
-    if (Result r = RefuseNonMigratable(); !r.ok) return undo(r);  // allocated while draining
+    if (Status r = RefuseNonMigratable(); !r.ok()) return undo(r);  // allocated while draining
   }
   vmm::Manager& m = (*ports_.vmm);
   std::vector<vmm::AllocationInfo> allocs = m.Allocations();
@@ -455,7 +455,8 @@ Result Engine::DoCheckpoint(const std::string& dir, bool leave_running, const Pr
   for (const auto& a : allocs) total += a.size;
   // The gate reopens only after WriteImage returns: its copy streams are
   // drained and the failed image's buffers are gone by then.
-  if (Result r = WriteImage(path, replace, s == State::kRunning, allocs, total, progress); !r.ok) {
+  if (Status r = WriteImage(path, replace, s == State::kRunning, allocs, total, progress);
+      !r.ok()) {
     return undo(r);
   }
   NoteOwnImage(path);
@@ -488,11 +489,10 @@ Result Engine::Checkpoint(const std::string& dir, bool leave_running, const Prog
 
 Result Engine::Restore(const std::string& from, const Progress& progress) {
   using counters::Id;
-  Result r;
-  {
+  Result r = [&] {
     std::lock_guard<std::mutex> lock(op_mu_);
-    r = RestoreLocked(from, progress);
-  }
+    return RestoreLocked(from, progress);
+  }();
   return Counted(std::move(r), Id::kRestores, Id::kRestoreBytes, Id::kRestoreNs);
 }
 

@@ -31,13 +31,10 @@ namespace vgpu::residency {
 enum class State { kRunning, kSuspended, kCheckpointed };
 const char* StateName(State s);
 
-// Operation results: ok, or an error (vgpu's one error type, common/status.h:
-// EBUSY, EIO, ENOENT, EINVAL, EEXIST...) with a one-line message, and what
-// the operation moved.
-struct Result {
-  bool ok = true;
-  ErrorCode code = ErrorCode::kOk;
-  std::string message;
+// What a completed operation moved. An operation returns Result (vgpu's one
+// error type, common/status.h): a Report, or the Status of a refusal or a
+// failure (EBUSY, EIO, ENOENT, EINVAL, EEXIST...) with a one-line message.
+struct Report {
   uint64_t bytes = 0;
   double seconds = 0;
   std::string path;
@@ -45,15 +42,8 @@ struct Result {
   // "copy_out", "release"), so that the latency beyond the copy can be told
   // apart from the copy itself.
   std::vector<std::pair<std::string, double>> phases;
-  static Result Ok() { return {}; }
-  static Result Error(ErrorCode c, std::string m) {
-    Result r;
-    r.ok = false;
-    r.code = c == ErrorCode::kOk ? ErrorCode::kIo : c;
-    r.message = std::move(m);
-    return r;
-  }
 };
+using Result = vgpu::Result<Report>;
 
 using Progress = std::function<void(const char* phase, uint64_t done, uint64_t total)>;
 
@@ -104,16 +94,16 @@ class Engine {
   Result DoCheckpoint(const std::string& dir, bool leave_running, const Progress& progress);
   Result RestoreLocked(const std::string& from, const Progress& progress);
   void Quiesce();
-  Result RefuseNonMigratable();
-  Result WriteImage(const std::string& path, bool replace, bool from_device,
+  Status RefuseNonMigratable();
+  Status WriteImage(const std::string& path, bool replace, bool from_device,
                     const std::vector<vmm::AllocationInfo>& allocs, uint64_t total,
                     const Progress& progress);
-  Result AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w);
-  Result MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
+  Status AppendHostCopy(const vmm::AllocationInfo& a, checkpoint::ImageWriter* w);
+  Status MatchImage(const checkpoint::ImageReader& reader, const std::string& path,
                     std::vector<RestoreTarget>* targets);
   std::string MapAndLoad(const checkpoint::ImageReader& reader,
                          const std::vector<RestoreTarget>& targets, const Progress& progress);
-  Result CheckImageTarget(const std::string& path, bool* replace);
+  Status CheckImageTarget(const std::string& path, bool* replace);
   void NoteOwnImage(const std::string& path);
 
   EnginePorts ports_;

@@ -110,14 +110,14 @@ int Quota(const std::string& group) {
                  shm.c_str());
     return kNotFound;
   }
-  std::string error;
   // Unlimited requests never lower an existing group's limits.
-  auto ledger = vgpu::QuotaLedger::Open(
-      group, std::vector<uint64_t>(vgpu::kLedgerDevices, vgpu::kUnlimited), &error);
-  if (ledger == nullptr) {
-    std::fprintf(stderr, "vgpuctl: %s\n", error.c_str());
+  auto opened =
+      vgpu::QuotaLedger::Open(group, std::vector<uint64_t>(vgpu::kLedgerDevices, vgpu::kUnlimited));
+  if (!opened.ok()) {
+    std::fprintf(stderr, "vgpuctl: %s\n", opened.status().message.c_str());
     return kNotFound;
   }
+  std::unique_ptr<vgpu::QuotaLedger> ledger = std::move(opened.value());
   ledger->ReapDead();
   std::printf("%-8s %-14s %-14s\n", "DEVICE", "LIMIT", "USED");
   for (int d = 0; d < vgpu::kLedgerDevices; ++d) {

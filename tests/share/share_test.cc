@@ -417,10 +417,10 @@ TEST_F(ShareTest, QuotaGroupWithAllSlotsLiveRefusesAnotherMember) {
   const std::string group = "full-" + std::to_string(getpid());
   groups_.push_back(group);
   std::vector<std::unique_ptr<vgpu::QuotaLedger>> members;
-  std::string err;
   for (int i = 0; i < vgpu::kLedgerSlots; ++i) {
-    members.push_back(vgpu::QuotaLedger::Open(group, {1ull << 30}, &err));
-    ASSERT_NE(members.back(), nullptr) << err;
+    auto opened = vgpu::QuotaLedger::Open(group, {1ull << 30});
+    ASSERT_TRUE(opened.ok()) << opened.status().message;
+    members.push_back(std::move(opened.value()));
     ASSERT_TRUE(members.back()->Join()) << i;
   }
   auto [status, text] = RunToExit({"VGPU_GROUP=" + group, "VGPU_MEMORY_LIMIT=1GiB"});

@@ -48,11 +48,10 @@ class ScopedGroup {
 };
 
 std::unique_ptr<QuotaLedger> MustOpen(const std::string& group, std::vector<uint64_t> limits) {
-  std::string error;
-  auto ledger = QuotaLedger::Open(group, limits, &error);
-  EXPECT_NE(ledger, nullptr) << error;
-  EXPECT_EQ(error, "");
-  return ledger;
+  auto opened = QuotaLedger::Open(group, limits);
+  EXPECT_TRUE(opened.ok()) << opened.status().message;
+  EXPECT_NE(opened.value(), nullptr);
+  return std::move(opened.value());
 }
 
 // The raw region, to damage it or to fake slots as a crashed process leaves them.
@@ -216,8 +215,7 @@ TEST(QuotaLedgerTest, SharedAcrossProcesses) {
   ASSERT_NE(parent, nullptr);
   ASSERT_TRUE(parent->TryReserve(0, 600));
   pid_t child = Spawn([&] {
-    std::string error;
-    auto ledger = QuotaLedger::Open(g.name(), {1000}, &error);
+    auto ledger = std::move(QuotaLedger::Open(g.name(), {1000}).value());
     if (ledger == nullptr) return 10;
     if (ledger->Used(0) != 600) return 11;
     if (ledger->TryReserve(0, 401)) return 12;
@@ -397,8 +395,7 @@ TEST(QuotaLedgerTest, RaceOfProcessesAndThreadsNeverOvershoots) {
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
     children.push_back(Spawn([&, p] {
-      std::string error;
-      auto ledger = QuotaLedger::Open(g.name(), {kLimit}, &error);
+      auto ledger = std::move(QuotaLedger::Open(g.name(), {kLimit}).value());
       if (ledger == nullptr) return 10;
       while (stats->go.load() == 0) sched_yield();
       const auto deadline = Clock::now() + kRun;
@@ -531,8 +528,7 @@ TEST(QuotaLedgerTest, SigkilledMemberIsReclaimedOnceItIsAZombie) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   pid_t child = Spawn([&] {
-    std::string error;
-    auto ledger = QuotaLedger::Open(g.name(), {kLimit}, &error);
+    auto ledger = std::move(QuotaLedger::Open(g.name(), {kLimit}).value());
     if (ledger == nullptr || !ledger->TryReserve(0, 50 * kMiB)) return 10;
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
@@ -607,8 +603,10 @@ TEST(QuotaLedgerTest, ReusedPidIsReapedByStartTime) {
 // --- Damaged and foreign regions -----------------------------------------------
 
 void ExpectOpenFails(const ScopedGroup& g, const char* why) {
-  std::string error;
-  EXPECT_EQ(QuotaLedger::Open(g.name(), {1000}, &error), nullptr);
+  auto opened = QuotaLedger::Open(g.name(), {1000});
+  EXPECT_FALSE(opened.ok());
+  EXPECT_EQ(opened.value(), nullptr);
+  const std::string& error = opened.status().message;
   EXPECT_NE(error.find(g.path()), std::string::npos) << error;
   EXPECT_NE(error.find(why), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -685,17 +683,20 @@ TEST(QuotaLedgerTest, RegionOwnedByAnotherUserIsRefused) {
 TEST(QuotaLedgerTest, InvalidGroupNamesAreRefused) {
   for (const std::string& bad : {std::string("a/b"), std::string("../x"), std::string("sp ace"),
                                  std::string("t\n"), std::string(101, 'a')}) {
-    std::string error;
-    EXPECT_EQ(QuotaLedger::Open(bad, {1000}, &error), nullptr) << bad;
-    EXPECT_NE(error.find("invalid group"), std::string::npos) << error;
+    auto opened = QuotaLedger::Open(bad, {1000});
+    EXPECT_FALSE(opened.ok()) << bad;
+    EXPECT_EQ(opened.status().code, ErrorCode::kInval) << bad;
+    EXPECT_NE(opened.status().message.find("invalid group"), std::string::npos)
+        << opened.status().message;
   }
   std::string longest = "qltest-len100-" + std::to_string(getpid()) + "-";
   longest.resize(100, 'x');
-  std::string error;
-  EXPECT_NE(QuotaLedger::Open(longest, {1000}, &error), nullptr) << error;
+  auto opened = QuotaLedger::Open(longest, {1000});
+  EXPECT_TRUE(opened.ok()) << opened.status().message;
   shm_unlink(QuotaLedger::ShmName(longest).c_str());
-  EXPECT_EQ(QuotaLedger::Open("", std::vector<uint64_t>(kLedgerDevices + 1, 1), &error), nullptr);
-  EXPECT_NE(error.find("devices"), std::string::npos) << error;
+  opened = QuotaLedger::Open("", std::vector<uint64_t>(kLedgerDevices + 1, 1));
+  EXPECT_EQ(opened.status().code, ErrorCode::kInval);
+  EXPECT_NE(opened.status().message.find("devices"), std::string::npos) << opened.status().message;
 }
 
 }  // namespace

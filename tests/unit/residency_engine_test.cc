@@ -89,14 +89,14 @@ class ResidencyEngineTest : public ::testing::Test {
 TEST_F(ResidencyEngineTest, SuspendReleasesTheMemoryAndResumeBringsItBack) {
   const uint64_t suspends = counters::Get(counters::Id::kSuspends);
   Result r = engine_.Suspend({});
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.status().message;
   EXPECT_EQ(engine_.state(), State::kSuspended);
-  EXPECT_GE(r.bytes, kBytes);
+  EXPECT_GE(r->bytes, kBytes);
   EXPECT_EQ(vmm_.MappedBytes(), 0u);
   EXPECT_TRUE(g_gate_closed.load()) << "a suspended process keeps its gate closed";
   EXPECT_EQ(counters::Get(counters::Id::kSuspends), suspends + 1);
   r = engine_.Resume({});
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.status().message;
   EXPECT_EQ(engine_.state(), State::kRunning);
   EXPECT_FALSE(g_gate_closed.load());
   EXPECT_EQ(Read(), pattern_);
@@ -104,11 +104,11 @@ TEST_F(ResidencyEngineTest, SuspendReleasesTheMemoryAndResumeBringsItBack) {
 
 TEST_F(ResidencyEngineTest, WrongStatesAreRefusedWithEbusy) {
   Result r = engine_.Resume({});
-  EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.code, ErrorCode::kBusy);
-  ASSERT_TRUE(engine_.Suspend({}).ok);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
+  ASSERT_TRUE(engine_.Suspend({}).ok());
   r = engine_.Suspend({});
-  EXPECT_EQ(r.code, ErrorCode::kBusy);
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
   EXPECT_EQ(engine_.state(), State::kSuspended);
 }
 
@@ -116,10 +116,11 @@ TEST_F(ResidencyEngineTest, NonMigratableMemoryRefusesSuspendAndCheckpointAndLea
   non_migratable_ = 4096;
   const uint64_t suspends = counters::Get(counters::Id::kSuspends);
   Result r = engine_.Suspend({});
-  EXPECT_EQ(r.code, ErrorCode::kBusy);
-  EXPECT_NE(r.message.find("4096 bytes of non-migratable"), std::string::npos) << r.message;
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
+  EXPECT_NE(r.status().message.find("4096 bytes of non-migratable"), std::string::npos)
+      << r.status().message;
   r = engine_.Checkpoint(dir_.string(), false, {});
-  EXPECT_EQ(r.code, ErrorCode::kBusy);
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
   EXPECT_EQ(engine_.state(), State::kRunning);
   EXPECT_FALSE(g_gate_closed.load());
   EXPECT_EQ(counters::Get(counters::Id::kSuspends), suspends) << "a refusal counts nothing";
@@ -128,46 +129,46 @@ TEST_F(ResidencyEngineTest, NonMigratableMemoryRefusesSuspendAndCheckpointAndLea
 
 TEST_F(ResidencyEngineTest, CheckpointThenResumeRestoresFromTheImage) {
   Result r = engine_.Checkpoint(dir_.string(), /*leave_running=*/false, {});
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.status().message;
   EXPECT_EQ(engine_.state(), State::kCheckpointed);
   EXPECT_EQ(vmm_.MappedBytes(), 0u);
-  EXPECT_EQ(r.path, Image());
+  EXPECT_EQ(r->path, Image());
   r = engine_.Checkpoint(dir_.string(), false, {});
-  EXPECT_EQ(r.code, ErrorCode::kBusy) << "the image is the only copy: never replaced";
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy) << "the image is the only copy: never replaced";
   r = engine_.Resume({});  // from the image
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.status().message;
   EXPECT_EQ(engine_.state(), State::kRunning);
   EXPECT_EQ(Read(), pattern_);
 }
 
 TEST_F(ResidencyEngineTest, RestoreOfARunningProcessRollsItsMemoryBack) {
-  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), /*leave_running=*/true, {}).ok);
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), /*leave_running=*/true, {}).ok());
   EXPECT_EQ(engine_.state(), State::kRunning);
   std::vector<uint8_t> other(kBytes, 0xee);
   ASSERT_EQ(Sim().cuMemcpyHtoD_v2_(va_, other.data(), kBytes), CUDA_SUCCESS);
   Result r = engine_.Restore(dir_.string(), {});
-  ASSERT_TRUE(r.ok) << r.message;
+  ASSERT_TRUE(r.ok()) << r.status().message;
   EXPECT_EQ(Read(), pattern_);
 }
 
 TEST_F(ResidencyEngineTest, ACheckpointNeverReplacesAFileItDidNotWrite) {
-  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok());
   const std::string image = Image();
   // Its own image is replaced (atomically)...
-  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok());
   // ...another file under that name is not, even on the inode ours had
   // (deleted, the inode is handed out again at once).
   std::filesystem::remove(image);
   std::ofstream(image) << "another job's image";
   Result r = engine_.Checkpoint(dir_.string(), true, {});
-  EXPECT_EQ(r.code, ErrorCode::kExist) << r.message;
+  EXPECT_EQ(r.status().code, ErrorCode::kExist) << r.status().message;
   std::ifstream in(image);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "another job's image");
 }
 
 TEST_F(ResidencyEngineTest, ADamagedImageIsRefusedAndNothingChanges) {
-  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok());
   const std::string image = Image();
   {
     std::fstream f(image, std::ios::in | std::ios::out | std::ios::binary);
@@ -178,28 +179,29 @@ TEST_F(ResidencyEngineTest, ADamagedImageIsRefusedAndNothingChanges) {
   std::vector<uint8_t> other(kBytes, 0x5a);
   ASSERT_EQ(Sim().cuMemcpyHtoD_v2_(va_, other.data(), kBytes), CUDA_SUCCESS);
   Result r = engine_.Restore(image, {});
-  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.ok());
   EXPECT_EQ(engine_.state(), State::kRunning);
   EXPECT_FALSE(g_gate_closed.load());
   EXPECT_EQ(Read(), other) << "a refused restore must not touch the memory";
 }
 
 TEST_F(ResidencyEngineTest, AnImageOfOtherAllocationsIsRefused) {
-  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok);
+  ASSERT_TRUE(engine_.Checkpoint(dir_.string(), true, {}).ok());
   CUdeviceptr extra = 0;
   ASSERT_EQ(vmm_.Alloc(0, ctx_, 1 << 20, nullptr, &extra), CUDA_SUCCESS);
   Result r = engine_.Restore(dir_.string(), {});
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.message.find("does not match this process"), std::string::npos) << r.message;
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.status().message.find("does not match this process"), std::string::npos)
+      << r.status().message;
   EXPECT_EQ(engine_.state(), State::kRunning);
   vmm_.Free(extra, nullptr);
 }
 
 TEST_F(ResidencyEngineTest, RestoreWithoutAnyCheckpointIsENOENT) {
   Result r = engine_.Restore("", {});
-  EXPECT_EQ(r.code, ErrorCode::kNoEnt);
+  EXPECT_EQ(r.status().code, ErrorCode::kNoEnt);
   r = engine_.Restore(dir_.string() + "/missing.vgpuckpt", {});
-  EXPECT_EQ(r.code, ErrorCode::kNoEnt);
+  EXPECT_EQ(r.status().code, ErrorCode::kNoEnt);
 }
 
 }  // namespace
