@@ -71,9 +71,13 @@ struct Runtime::DriverMechanisms {
 };
 
 Runtime::DriverMechanisms& Runtime::Mechanisms() {
-  std::call_once(mechanisms_once_,
-                 [this] { mechanisms_ = std::make_unique<DriverMechanisms>(this); });
-  return *mechanisms_;
+  if (DriverMechanisms* m = mechanisms_.load(std::memory_order_acquire)) return *m;
+  std::lock_guard<std::mutex> lock(mechanisms_mu_);
+  if (mechanisms_.load(std::memory_order_relaxed) == nullptr) {
+    // Hooks may run during exit: never destroyed.
+    mechanisms_.store(new DriverMechanisms(this), std::memory_order_release);
+  }
+  return *mechanisms_.load(std::memory_order_relaxed);
 }
 
 vmm::Manager& Runtime::vmm() { return Mechanisms().vmm; }

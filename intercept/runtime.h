@@ -106,8 +106,10 @@ class Runtime {
       primary_{};                                // built once the configuration is read
   std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it
   std::atomic<ComputeShare*> share_{nullptr};    // never deleted: see compute_share_host.h
-  std::once_flag mechanisms_once_;
-  std::unique_ptr<DriverMechanisms> mechanisms_;
+  // Built once (mechanisms_mu_), then read with one acquire load: every
+  // VMM allocation and free reaches the manager through it.
+  std::mutex mechanisms_mu_;
+  std::atomic<DriverMechanisms*> mechanisms_{nullptr};  // never destroyed
   std::atomic<bool> ready_{false};
   std::mutex init_mu_;  // phase two, once
   bool init_attempted_ = false;
