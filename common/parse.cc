@@ -58,11 +58,15 @@ bool ParseInteger(std::string_view text, int64_t min, int64_t max, int64_t* out)
   return true;
 }
 
-bool ParseSharePermille(std::string_view text, uint32_t* permille) {
+bool ParsePercent(std::string_view text, double* percent) {
   std::string_view v = Trim(text);
   if (!v.empty() && v.back() == '%') v.remove_suffix(1);
+  return ParsePlainDecimal(v, percent);
+}
+
+bool ParseSharePermille(std::string_view text, uint32_t* permille) {
   double pct = 0;
-  if (!ParsePlainDecimal(v, &pct) || !(pct > 0 && pct <= 100)) return false;
+  if (!ParsePercent(text, &pct) || !(pct > 0 && pct <= 100)) return false;
   *permille = std::max<uint32_t>(1, static_cast<uint32_t>(pct * 10 + 0.5));
   return true;
 }

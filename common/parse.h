@@ -15,6 +15,10 @@ namespace vgpu {
 // Digits only ("0", "42", "007"), no sign, no white space, within [min, max].
 bool ParseInteger(std::string_view text, int64_t min, int64_t max, int64_t* out);
 
+// A percentage, any value at least 0: "30", "12.5", "150%" (spaces and tabs
+// around it allowed). Digits and one '.' only.
+bool ParsePercent(std::string_view text, double* percent);
+
 // A percentage above 0 and at most 100 as permille: "30", "12.5", "30%" (spaces
 // and tabs around it allowed). Digits and one '.' only: no sign, exponent, hex or
 // "inf", which nobody writes as a share.

@@ -92,14 +92,8 @@ namespace {
 
 // 0 or at least 100 ("0", "100", "150.5%"): no limit to HAMi-core.
 bool IsHamiNoLimit(const std::string& text) {
-  std::string v = Trim(text);
-  if (!v.empty() && v.back() == '%') v.pop_back();
-  if (v.empty() || std::count(v.begin(), v.end(), '.') > 1 ||
-      !std::all_of(v.begin(), v.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); })) {
-    return false;
-  }
-  double pct = std::strtod(v.c_str(), nullptr);
-  return pct == 0 || pct >= 100;
+  double pct = 0;
+  return ParsePercent(text, &pct) && (pct == 0 || pct >= 100);
 }
 
 }  // namespace

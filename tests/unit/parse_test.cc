@@ -43,6 +43,17 @@ TEST(ParseTest, SharesArePercentagesAsPermille) {
   }
 }
 
+TEST(ParseTest, PercentagesAreAnyPlainDecimal) {
+  double pct = -1;
+  ASSERT_TRUE(ParsePercent(" 150.5% ", &pct));
+  EXPECT_DOUBLE_EQ(pct, 150.5);
+  ASSERT_TRUE(ParsePercent("0", &pct));
+  EXPECT_DOUBLE_EQ(pct, 0);
+  for (const char* bad : {"", "%", "-5", "1e3", "inf", "1.2.3", "0x10", "5 %"}) {
+    EXPECT_FALSE(ParsePercent(bad, &pct)) << bad;
+  }
+}
+
 TEST(ParseTest, WeightsAreOneToAThousand) {
   uint32_t w = 0;
   ASSERT_TRUE(ParseComputeWeight(" 7\t", &w));
