@@ -11,32 +11,12 @@
 
 #include "common/counters.h"
 #include "quota/quota_ledger.h"
+#include "tests/unit/fake_quota.h"
 
 namespace vgpu {
 namespace {
 
-class FakeQuota : public DeviceQuota {
- public:
-  explicit FakeQuota(uint64_t limit) : limit_(limit) {}
-  bool TryReserve(int device, uint64_t bytes) override {
-    if (used_[device] + bytes > limit_) return false;
-    used_[device] += bytes;
-    return true;
-  }
-  void Release(int device, uint64_t bytes) override {
-    ASSERT_GE(used_[device], bytes) << "released more than was reserved";
-    used_[device] -= bytes;
-  }
-  uint64_t Limit(int) const override { return limit_; }
-  uint64_t Used(int device) const override {
-    auto it = used_.find(device);
-    return it == used_.end() ? 0 : it->second;
-  }
-
- private:
-  uint64_t limit_;
-  std::map<int, uint64_t> used_;
-};
+using testing_fakes::FakeQuota;
 
 struct Seen {
   std::vector<std::pair<int, uint64_t>> refused;

@@ -8,28 +8,12 @@
 #include <map>
 #include <vector>
 
+#include "tests/unit/fake_quota.h"
+
 namespace vgpu {
 namespace {
 
-class FakeQuota : public DeviceQuota {
- public:
-  explicit FakeQuota(uint64_t limit) : limit_(limit) {}
-  bool TryReserve(int d, uint64_t b) override {
-    if (used_[d] + b > limit_) return false;
-    used_[d] += b;
-    return true;
-  }
-  void Release(int d, uint64_t b) override { used_[d] -= b; }
-  uint64_t Limit(int) const override { return limit_; }
-  uint64_t Used(int d) const override {
-    auto it = used_.find(d);
-    return it == used_.end() ? 0 : it->second;
-  }
-
- private:
-  uint64_t limit_;
-  std::map<int, uint64_t> used_;
-};
+using testing_fakes::FakeQuota;
 
 // A pool per device: `used` what launches hold, `reserved` what the driver
 // keeps (used plus a cache), `round` what the driver adds beyond a request.
