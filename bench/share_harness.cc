@@ -317,7 +317,7 @@ RunResult Harness::RunTenants(const std::string& tag, const std::vector<TenantSp
     fail(!ready ? "a tenant did not start" : region == nullptr ? "no node region: " + err
                                                                : "a tenant has no process slot");
   } else {
-    std::unique_ptr<vgpu::SchedRegion> sr = vgpu::SchedRegion::Open(sched, &err);
+    std::unique_ptr<vgpu::SchedRegion> sr = std::move(vgpu::SchedRegion::Open(sched).value());
     auto& dev = region->device(0);
     auto take = [&](uint64_t t) {
       Sample s;

@@ -76,9 +76,10 @@ std::string OwnGroupName() {
 Result<ComputeShare*> StartComputeShare(const Config& cfg, const DeviceMap& devices,
                                         RuntimeSettings& settings) {
   if (cfg.EffectivePolicy() == Config::ComputePolicy::kNative) return nullptr;
+  Result<std::unique_ptr<SchedRegion>> opened = SchedRegion::Open(cfg.sched_region);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<SchedRegion> region = std::move(opened.value());
   std::string error;
-  std::shared_ptr<SchedRegion> region = SchedRegion::Open(cfg.sched_region, &error);
-  if (region == nullptr) return Status::Error(ErrorCode::kIo, error);
   region->ReapDead();  // our image before an exec() among them: it holds no lock now
   std::string why;
   int client = region->RegisterClient(getpid(), &why);

@@ -135,7 +135,7 @@ std::unique_ptr<SchedRegion> SchedRegion::CreatePrivate() {
   return r;
 }
 
-std::unique_ptr<SchedRegion> SchedRegion::Open(const std::string& name, std::string* error) {
+Result<std::unique_ptr<SchedRegion>> SchedRegion::Open(const std::string& name) {
   ShmRegionSpec spec{.name = name.empty() ? kNodeSchedRegion : name,
                      .what = "scheduler region",
                      .magic = kSchedMagic,
@@ -143,8 +143,9 @@ std::unique_ptr<SchedRegion> SchedRegion::Open(const std::string& name, std::str
                      .bytes = sizeof(SchedLayout),
                      .node_wide = true,
                      .keep_fd = true};
-  ShmRegionMapping m = OpenShmRegion(spec, error);
-  if (m.addr == nullptr) return nullptr;
+  std::string error;
+  ShmRegionMapping m = OpenShmRegion(spec, &error);
+  if (m.addr == nullptr) return Status::Error(ErrorCode::kIo, error);
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(m.addr);
   r->bytes_ = sizeof(SchedLayout);

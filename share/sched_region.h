@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/container_paths.h"
+#include "common/status.h"
 
 namespace vgpu {
 
@@ -128,8 +129,9 @@ struct GroupParams {
 class SchedRegion {
  public:
   // Opens or creates the region (mode 0666, node-wide: a region of another
-  // mode or layout is refused). `name` "" means kNodeSchedRegion.
-  static std::unique_ptr<SchedRegion> Open(const std::string& name, std::string* error);
+  // mode or layout is refused, EIO with a one-line message). `name` ""
+  // means kNodeSchedRegion.
+  static Result<std::unique_ptr<SchedRegion>> Open(const std::string& name);
   // An anonymous region for unit tests.
   static std::unique_ptr<SchedRegion> CreatePrivate();
   ~SchedRegion();

@@ -35,9 +35,8 @@ int CdiGenerate(CdiGenerateCommand c) {
   if (o.run_dir.empty()) o.run_dir = RunDir();
   // The node's scheduler region must exist before a container mounts it:
   // created here (mode 0666), as by the first governed process of the node.
-  std::string region_error;
-  if (SchedRegion::Open(kNodeSchedRegion, &region_error) == nullptr) {
-    return Fail("the node's scheduler region: " + region_error);
+  if (auto region = SchedRegion::Open(kNodeSchedRegion); !region.ok()) {
+    return Fail("the node's scheduler region: " + region.status().message);
   }
   o.sched_region_file = std::string("/dev/shm") + kNodeSchedRegion;
   cdi::Inventory inv;

@@ -65,9 +65,8 @@ int Run(const DaemonConfig& config) {
   if (Status s = vgpu::ctl::EnsureRunDir(config.run_dir); !s.ok()) return Fail(s.message);
   // The node's scheduler region: after a reboot /dev/shm is empty, and the
   // CDI spec mounts this file into every container (a missing source fails it).
-  std::string region_error;
-  if (vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion, &region_error) == nullptr) {
-    VGPU_LOG(kWarn, "the node's scheduler region: {}", region_error);
+  if (auto region = vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion); !region.ok()) {
+    VGPU_LOG(kWarn, "the node's scheduler region: {}", region.status().message);
   }
   NodeGpus gpus;
   if (Status s = gpus.Init(); !s.ok()) return Fail("cannot see the node's GPUs: " + s.message);

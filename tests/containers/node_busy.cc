@@ -41,10 +41,9 @@ int main(int argc, char** argv) {
                 slot.pid.load(), static_cast<unsigned long long>(b));
   }
   // Only an existing region is read (Open would create one).
-  std::string region_error;
   std::unique_ptr<vgpu::SchedRegion> region;
   if (access(("/dev/shm" + std::string(vgpu::kNodeSchedRegion)).c_str(), F_OK) == 0) {
-    region = vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion, &region_error);
+    region = std::move(vgpu::SchedRegion::Open(vgpu::kNodeSchedRegion).value());
   }
   std::printf("lease_changes %lld\n",
               region ? static_cast<long long>(region->device(device).gen.load()) : -1ll);

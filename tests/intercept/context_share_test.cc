@@ -33,8 +33,7 @@ class ContextShareTest : public PathTest {
   // Charged ns of our group on physical device `d` (0 if it never joined).
   uint64_t Used(int d) {
     if (region_ == nullptr) {
-      std::string err;
-      region_ = SchedRegion::Open(region_name_, &err);
+      region_ = std::move(SchedRegion::Open(region_name_).value());
       if (region_ == nullptr) return 0;
     }
     for (const SchedGroup& g : region_->device(d).groups) {

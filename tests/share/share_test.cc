@@ -149,8 +149,7 @@ class ShareTest : public ::testing::Test {
     for (pid_t p : pids) b0[p] = Busy(p);
     uint64_t t0 = NowNs();
     trace_.clear();
-    std::string err;
-    auto sched = vgpu::SchedRegion::Open(region_, &err);
+    auto sched = std::move(vgpu::SchedRegion::Open(region_).value());
     for (double left = seconds; left > 0; left -= 0.25) {
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(left, 0.25)));
       if (sched != nullptr) trace_ += SchedLine(*sched, NowNs() - t0);
@@ -314,9 +313,9 @@ TEST_F(ShareTest, RuntimeShareChangeTakesEffectQuickly) {
   const double before = Shares({a}, 1.5)[a];
   EXPECT_LE(before, 24) << trace_;
   EXPECT_GE(before, 10) << trace_;
-  std::string err;
-  auto region = vgpu::SchedRegion::Open(region_, &err);
-  ASSERT_NE(region, nullptr) << err;
+  auto opened = vgpu::SchedRegion::Open(region_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message;
+  auto region = std::move(opened.value());
   ASSERT_TRUE(region->SetGroupParams(0, vgpu::SchedRegion::TenantGroupName("a", geteuid()),
                                      {vgpu::SchedPolicy::kFixed, 600, 1, false}));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -377,9 +376,9 @@ void ShareTest::HighPriorityBesideATrainer(bool hp_as_nobody) {
 // be enforced does not start. Every group slot of device 0 is held by a live
 // member (this test process) and none can be reclaimed.
 TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
-  std::string err;
-  auto region = vgpu::SchedRegion::Open(region_, &err);
-  ASSERT_NE(region, nullptr) << err;
+  auto opened = vgpu::SchedRegion::Open(region_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message;
+  auto region = std::move(opened.value());
   for (int g = 0; g < vgpu::kSchedGroups; ++g) {
     int c = region->RegisterClient(getpid());
     ASSERT_GE(c, 0);
@@ -402,9 +401,9 @@ TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
 }
 
 TEST_F(ShareTest, FullClientTableFailsCudaInitNamingTheLimit) {
-  std::string err;
-  auto region = vgpu::SchedRegion::Open(region_, &err);
-  ASSERT_NE(region, nullptr) << err;
+  auto opened = vgpu::SchedRegion::Open(region_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message;
+  auto region = std::move(opened.value());
   for (int c = 0; c < vgpu::kSchedClients; ++c) ASSERT_GE(region->RegisterClient(getpid()), 0);
   auto [status, text] = RunToExit({"VGPU_COMPUTE_WEIGHT=1"});
   EXPECT_NE(status, 0);
