@@ -1,5 +1,9 @@
-#include "intercept/agent_handler.h"
-
+// The control agent inside libvgpu: serves vgpuctl's info, suspend, resume,
+// checkpoint and restore (docs/control-protocol.md) with the residency engine
+// (residency/engine.h), migrate_prepare/migrate_finish (intercept/migration.h)
+// and set (intercept/agent_set.h). Started lazily after cuInit succeeds
+// (Runtime::StartAgent, defined here with the handler it starts); a failed
+// start is logged and never fails the application.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -191,6 +195,23 @@ class ResidencyHandler : public ctl::Handler {
 
 }  // namespace
 
-std::unique_ptr<ctl::Handler> MakeAgentHandler() { return std::make_unique<ResidencyHandler>(); }
+void Runtime::StartAgent() noexcept {
+  // cuInit must not fail because the agent could not start (out of memory,
+  // no thread): the job runs, it only cannot be checkpointed by hand.
+  try {
+    if (agent_handler_ == nullptr) agent_handler_ = std::make_unique<ResidencyHandler>();
+    ctl::AgentOptions options;
+    options.run_dir = config_.run_dir;  // empty: ctl::RunDir()
+    options.lifecycle_hooks = false;    // this file's fork and exit handlers call the agent's
+    ctl::Status s = ctl::Agent::Start(agent_handler_.get(), options);
+    if (!s.ok()) {
+      VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
+    } else {
+      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
+    }
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "control agent not started: {}", e.what());
+  }
+}
 
 }  // namespace vgpu

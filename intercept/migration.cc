@@ -11,10 +11,10 @@
 #include "common/byte_size.h"
 #include "common/log.h"
 #include "driver/real_driver.h"
+#include "intercept/device_map.h"
 #include "intercept/node_devices.h"
 #include "intercept/nvml_view.h"
-#include "intercept/runtime.h"
-#include "residency/engine.h"
+#include "quota/quota_ledger.h"
 #include "residency/quiesce_gate.h"
 #include "share/compute_share.h"
 
@@ -28,11 +28,6 @@ std::string DriverUuid(DriverOrdinal ordinal) {
   CUuuid u{};
   if (REAL_CALL(cuDeviceGetUuid_v2, &u, ordinal.value()) != CUDA_SUCCESS) return "";
   return FormatUuid(u);
-}
-
-QuotaLedger* Ledger() {
-  DeviceLedger* l = Runtime::Get().ledger();
-  return l != nullptr ? l->node() : nullptr;
 }
 
 bool DriverSaysRunning() {
@@ -67,7 +62,7 @@ NodeIndex Migration::NodeOf(const std::string& uuid) const {
 
 Response Migration::Refuse(ErrorCode code, const std::string& why) {
   for (const Move& m : moves_) {
-    if (QuotaLedger* l = Ledger(); l != nullptr) l->Release(m.to.value(), m.bytes);
+    if (QuotaLedger* l = ports_.ledger(); l != nullptr) l->Release(m.to.value(), m.bytes);
   }
   moves_.clear();
   return Response::Error(code, why);
@@ -76,7 +71,7 @@ Response Migration::Refuse(ErrorCode code, const std::string& why) {
 // Reads the driver's ordinal -> GPU map and makes libvgpu's view follow it.
 // Called with mu_ held and the gate closed.
 nlohmann::json Migration::Reconcile() {
-  Runtime& rt = *rt_;
+  DeviceMap& devices = *ports_.devices;
   for (int p = 0; p < static_cast<int>(node_uuids_.size()); ++p) {
     NodeIndex n = NodeOf(DriverUuid(DriverOrdinal(p)));
     if (n.valid()) SetNodeDevice(DriverOrdinal(p), n);
@@ -86,7 +81,7 @@ nlohmann::json Migration::Reconcile() {
     // Where the ordinal that named `from` points now: the target, the source
     // (the move failed), or a third GPU (a stranded job recovered elsewhere).
     const NodeIndex now = NodeDevice(m.ordinal);
-    QuotaLedger* l = Ledger();
+    QuotaLedger* l = ports_.ledger();
     if (l != nullptr && now != m.to) {
       l->Release(m.to.value(), m.bytes);  // the reservation made for the target
       if (now != m.from && !l->TryReserve(now.value(), m.bytes)) {
@@ -97,14 +92,14 @@ nlohmann::json Migration::Reconcile() {
     if (l != nullptr && now != m.from) l->Release(m.from.value(), m.bytes);
     if (now == m.from) continue;
     std::string error;
-    if (ComputeShare* cs = rt_->share(); cs != nullptr && !cs->Join(now.value(), &error)) {
+    if (ComputeShare* cs = ports_.share(); cs != nullptr && !cs->Join(now.value(), &error)) {
       VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
     }
     moved.push_back({{"from", UuidOf(m.from)}, {"to", UuidOf(now)}, {"bytes", m.bytes}});
   }
-  for (int v = 0; v < rt.devices().count(); ++v) {
-    std::string u = DriverUuid(rt.devices().ToPhysical(VisibleIndex(v)));
-    if (!u.empty()) rt.mutable_devices().SetUuid(VisibleIndex(v), u);
+  for (int v = 0; v < devices.count(); ++v) {
+    std::string u = DriverUuid(devices.ToPhysical(VisibleIndex(v)));
+    if (!u.empty()) devices.SetUuid(VisibleIndex(v), u);
   }
   FollowMigrationInNvmlView();
   moves_.clear();
@@ -136,11 +131,11 @@ Response Migration::Prepare(const nlohmann::json& args) {
   // A suspended or checkpointed job moves too (its contexts; its memory is
   // off the device and comes back on the target at resume or restore). Its
   // gate is closed already, by the suspension, and stays so.
-  gate_ours_ = rt_->residency().state() == residency::State::kRunning;
+  gate_ours_ = ports_.running();
   LearnNodeUuids();
   const nlohmann::json pairs = args.value("pairs", nlohmann::json::array());
   if (!pairs.is_array() || pairs.empty()) return Response::Error(ErrorCode::kInval, "no GPU pairs");
-  Runtime& rt = *rt_;
+  DeviceMap& devices = *ports_.devices;
   moves_.clear();
   for (const auto& pr : pairs) {
     if (!pr.is_object() || !pr.contains("from") || !pr.contains("to") || !pr["from"].is_string() ||
@@ -149,16 +144,16 @@ Response Migration::Prepare(const nlohmann::json& args) {
     }
     const std::string from = pr["from"], to = pr["to"];
     Move m;
-    for (int v = 0; v < rt.devices().count(); ++v) {
-      if (rt.devices().uuid(VisibleIndex(v)) == from) {
-        m.ordinal = rt.devices().ToPhysical(VisibleIndex(v));
+    for (int v = 0; v < devices.count(); ++v) {
+      if (devices.uuid(VisibleIndex(v)) == from) {
+        m.ordinal = devices.ToPhysical(VisibleIndex(v));
         m.from = NodeDevice(m.ordinal);
       }
     }
     m.to = NodeOf(to);
     if (!m.from.valid()) return Refuse(ErrorCode::kInval, "the job has no device " + from);
     if (!m.to.valid()) return Refuse(ErrorCode::kInval, "no GPU " + to + " on this node");
-    if (QuotaLedger* l = Ledger(); l != nullptr) {
+    if (QuotaLedger* l = ports_.ledger(); l != nullptr) {
       const int from_node = m.from.value(), to_node = m.to.value();
       m.bytes = l->SelfUsed(from_node);
       if (l->Limit(to_node) == kUnlimited && l->Limit(from_node) != kUnlimited) {

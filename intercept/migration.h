@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,12 +25,22 @@
 
 namespace vgpu {
 
-class Runtime;
+class ComputeShare;
+class DeviceMap;
+class QuotaLedger;
+
+// What a migration reaches, given by the Runtime that owns it.
+struct MigrationPorts {
+  DeviceMap* devices = nullptr;          // its UUIDs follow the move
+  std::function<QuotaLedger*()> ledger;  // by node device; nullptr without a quota
+  std::function<ComputeShare*()> share;  // nullptr when the policy is native
+  std::function<bool()> running;         // the job runs (its gate is open)
+};
 
 // Owned by the Runtime; one migration of the process at a time.
 class Migration {
  public:
-  explicit Migration(Runtime* rt) : rt_(rt) {}
+  explicit Migration(MigrationPorts ports) : ports_(std::move(ports)) {}
   ctl::Response Prepare(const nlohmann::json& args);
   ctl::Response Finish();
 
@@ -47,7 +58,7 @@ class Migration {
   nlohmann::json Reconcile();
   void Watchdog(uint64_t generation, int64_t hold_ms);
 
-  Runtime* rt_;
+  MigrationPorts ports_;
   std::mutex mu_;
   bool prepared_ = false;
   uint64_t generation_ = 0;

@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "ctl/control/agent_server.h"
 #include "driver/real_driver.h"
-#include "intercept/agent_handler.h"
 #include "intercept/compute_share_host.h"
 #include "intercept/current_context.h"
 #include "residency/quiesce_gate.h"
@@ -207,25 +206,6 @@ void Runtime::ReportRefusal(int device, uint64_t bytes) {
            FormatByteSize(ledger_view_->Limit(device)).c_str(),
            FormatByteSize(ledger_view_->Used(device)).c_str(), FormatByteSize(bytes).c_str(),
            site.empty() ? "" : " at ", site);
-}
-
-void Runtime::StartAgent() noexcept {
-  // cuInit must not fail because the agent could not start (out of memory,
-  // no thread): the job runs, it only cannot be checkpointed by hand.
-  try {
-    if (agent_handler_ == nullptr) agent_handler_ = MakeAgentHandler();
-    ctl::AgentOptions options;
-    options.run_dir = config_.run_dir;  // empty: ctl::RunDir()
-    options.lifecycle_hooks = false;    // this file's fork and exit handlers call the agent's
-    ctl::Status s = ctl::Agent::Start(agent_handler_.get(), options);
-    if (!s.ok()) {
-      VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
-    } else {
-      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
-    }
-  } catch (const std::exception& e) {
-    VGPU_LOG(kWarn, "control agent not started: {}", e.what());
-  }
 }
 
 void Runtime::OnForkChild() {

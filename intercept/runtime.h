@@ -85,6 +85,8 @@ class Runtime {
   struct DriverMechanisms;
   DriverMechanisms& Mechanisms();
   CUresult BuildPhaseTwo();
+  // Starts the control agent with libvgpu's handler (defined with the
+  // handler, in agent_handler.cc); a failure is logged, never fatal.
   void StartAgent() noexcept;
   void ReportRefusal(int device, uint64_t bytes);
 
@@ -101,7 +103,12 @@ class Runtime {
   NonMigratableBook non_migratable_;
   NvmlView nvml_view_;
   std::unique_ptr<Coordination> coordination_;
-  Migration migration_{this};
+  Migration migration_{MigrationPorts{
+      .devices = &devices_,
+      .ledger = [this] { return ledger_ != nullptr ? ledger_.get() : nullptr; },
+      .share = [this] { return share(); },
+      .running = [this] { return residency().state() == residency::State::kRunning; },
+  }};
   std::array<std::atomic<CUcontext>, kPrimaryContexts>
       primary_{};                                // built once the configuration is read
   std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it

@@ -76,12 +76,6 @@ KNOWN = set()  # issue 12 removed the last known violation
 KNOWN_CYCLES = [
     {"common/config/ceilings", "common/config/config", "common/config/config_file",
      "common/config/option_table"},
-    # The Runtime, libvgpu's composition root, builds and owns these, and the
-    # agent's commands and the migration reach the Runtime's other parts
-    # through it (coordination, compute share host, residency and graph
-    # memory left the loop: they are given what they reach).
-    {"intercept/agent_handler", "intercept/agent_set", "intercept/migration",
-     "intercept/runtime"},
     {"ctl/cdi/cdi_host", "ctl/cdi/library_deps"},
     {"sim/modules/builtin_kernels", "sim/modules/cubin_reader", "sim/modules/module_image",
      "sim/modules/ptx_reader"},
