@@ -38,7 +38,7 @@ CUresult CurrentWhere(Where* w) {
 AllocationAccounting& Accounting() { return Runtime::Get().accounting(); }
 
 // Keys of the non-migratable table: the handle tagged by its kind.
-uint64_t NmKey(ChargeKind kind, uint64_t key) { return AllocationAccounting::TraceKey(kind, key); }
+uint64_t NmKey(ChargeKind kind, uint64_t key) { return TaggedKey(kind, key); }
 
 // Reserve, allocate, record; or roll back (quota/allocation_accounting.h).
 template <typename Alloc>

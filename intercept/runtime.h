@@ -105,7 +105,7 @@ class Runtime {
   std::unique_ptr<Coordination> coordination_;
   Migration migration_{MigrationPorts{
       .devices = &devices_,
-      .ledger = [this] { return ledger_ != nullptr ? ledger_.get() : nullptr; },
+      .ledger = [this] { return ledger_.get(); },
       .share = [this] { return share(); },
       .running = [this] { return residency().state() == residency::State::kRunning; },
   }};

@@ -93,11 +93,11 @@ void AllocationAccounting::ReleaseOwner(const void* owner) {
 }
 
 void AllocationAccounting::TraceAlloc(ChargeKind kind, uint64_t key, uint64_t bytes) const {
-  if (observers_.allocated) observers_.allocated(TraceKey(kind, key), bytes);
+  if (observers_.allocated) observers_.allocated(TaggedKey(kind, key), bytes);
 }
 
 void AllocationAccounting::TraceFree(ChargeKind kind, uint64_t key) const {
-  if (observers_.freed) observers_.freed(TraceKey(kind, key));
+  if (observers_.freed) observers_.freed(TaggedKey(kind, key));
 }
 
 }  // namespace vgpu

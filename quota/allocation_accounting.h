@@ -96,9 +96,6 @@ class AllocationAccounting {
   // (VMM chunks are charged by vmm::Manager).
   void TraceAlloc(ChargeKind kind, uint64_t key, uint64_t bytes) const;
   void TraceFree(ChargeKind kind, uint64_t key) const;
-  static uint64_t TraceKey(ChargeKind kind, uint64_t key) {
-    return key ^ (static_cast<uint64_t>(kind) << 62);
-  }
 
  private:
   DeviceQuota* quota_ = nullptr;

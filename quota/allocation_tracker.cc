@@ -4,12 +4,12 @@ namespace vgpu {
 
 void AllocationTracker::Add(ChargeKind kind, uint64_t key, const Charge& c) {
   std::lock_guard<std::mutex> lock(mu_);
-  charges_[Key(kind, key)] = c;
+  charges_[TaggedKey(kind, key)] = c;
 }
 
 bool AllocationTracker::Take(ChargeKind kind, uint64_t key, Charge* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = charges_.find(Key(kind, key));
+  auto it = charges_.find(TaggedKey(kind, key));
   if (it == charges_.end()) return false;
   *out = it->second;
   charges_.erase(it);

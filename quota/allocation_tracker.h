@@ -13,6 +13,13 @@ namespace vgpu {
 
 enum class ChargeKind : uint8_t { kPointer, kVmmHandle, kArray, kMipmappedArray };
 
+// One key space for every kind: the driver's pointer or handle, tagged by its
+// kind in the top bits (the tracker, call-site tracing and libvgpu's
+// non-migratable book all key by it).
+inline uint64_t TaggedKey(ChargeKind kind, uint64_t key) {
+  return key ^ (static_cast<uint64_t>(kind) << 62);
+}
+
 struct Charge {
   uint64_t bytes = 0;
   int device = 0;               // physical ordinal
@@ -29,9 +36,6 @@ class AllocationTracker {
   void Clear();
 
  private:
-  static uint64_t Key(ChargeKind kind, uint64_t key) {
-    return key ^ (static_cast<uint64_t>(kind) << 62);
-  }
   std::mutex mu_;
   std::unordered_map<uint64_t, Charge> charges_;
 };
