@@ -202,12 +202,11 @@ void Runtime::StartAgent() noexcept {
     if (agent_handler_ == nullptr) agent_handler_ = std::make_unique<ResidencyHandler>();
     ctl::AgentOptions options;
     options.run_dir = config_.run_dir;  // empty: ctl::RunDir()
-    options.lifecycle_hooks = false;    // this file's fork and exit handlers call the agent's
-    ctl::Status s = ctl::Agent::Start(agent_handler_.get(), options);
+    ctl::Status s = agent_.Start(agent_handler_.get(), options);
     if (!s.ok()) {
       VGPU_LOG(kWarn, "control agent not started: {}", s.message.c_str());
     } else {
-      VGPU_LOG(kInfo, "control agent listening on {}", ctl::Agent::SocketPath().c_str());
+      VGPU_LOG(kInfo, "control agent listening on {}", agent_.SocketPath().c_str());
     }
   } catch (const std::exception& e) {
     VGPU_LOG(kWarn, "control agent not started: {}", e.what());

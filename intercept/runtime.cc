@@ -17,17 +17,12 @@
 namespace vgpu {
 namespace {
 
-// At exit: the agent stops before the process's state goes away.
-void AtExit() { ctl::Agent::Stop(); }
-
-// The process's one fork handler: every module's part, in one visible order.
-void AtForkPrepare() { ctl::Agent::ForkPrepare(); }
-void AtForkParent() { ctl::Agent::ForkParent(); }
-void AtForkChild() {
-  ctl::Agent::ForkChild();
-  residency::AfterForkInChild();  // the quiesce gate
-  Runtime::Get().OnForkChild();
-}
+// The process's one exit and fork handlers reach the root's members
+// (Runtime::OnExit, OnFork*), in one visible order.
+void AtExit() { Runtime::Get().OnExit(); }
+void AtForkPrepare() { Runtime::Get().OnForkPrepare(); }
+void AtForkParent() { Runtime::Get().OnForkParent(); }
+void AtForkChild() { Runtime::Get().OnForkChild(); }
 
 driver::LibraryPaths ConfiguredLibraries() {
   const Config& c = Runtime::Get().config();
@@ -208,7 +203,15 @@ void Runtime::ReportRefusal(int device, uint64_t bytes) {
            site.empty() ? "" : " at ", site);
 }
 
+// At exit: the agent stops before the process's state goes away.
+void Runtime::OnExit() { agent_.Stop(); }
+
+void Runtime::OnForkPrepare() { agent_.ForkPrepare(); }
+void Runtime::OnForkParent() { agent_.ForkParent(); }
+
 void Runtime::OnForkChild() {
+  agent_.ForkChild();
+  residency::AfterForkInChild();  // the quiesce gate
   // The parent's CUDA context does not survive fork; neither do its charges.
   accounting_.Clear();
   if (ledger_ != nullptr) ledger_->OnForkChild();

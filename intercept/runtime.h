@@ -78,6 +78,10 @@ class Runtime {
   vmm::Manager& vmm();
   residency::Engine& residency();
 
+  // The process's one exit and fork handlers (registered by the constructor).
+  void OnExit();
+  void OnForkPrepare();
+  void OnForkParent();
   void OnForkChild();
 
  private:
@@ -112,6 +116,7 @@ class Runtime {
   std::array<std::atomic<CUcontext>, kPrimaryContexts>
       primary_{};                                // built once the configuration is read
   std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it
+  ctl::Agent agent_;                             // started lazily (StartAgent)
   std::atomic<ComputeShare*> share_{nullptr};    // never deleted: see compute_share_host.h
   // Built once (mechanisms_mu_), then read with one acquire load: every
   // VMM allocation and free reaches the manager through it.

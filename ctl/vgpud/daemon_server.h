@@ -1,33 +1,29 @@
-// vgpud's socket (<run_dir>/vgpud.sock): the control protocol's framing
-// (newline-delimited JSON, ctl/control/protocol.h) with vgpud's commands
-// (docs/vgpud.md, "Socket"). One thread per connection (a make_room waits
-// for memory as long as it takes, sending progress lines as keepalives),
-// at most kMaxClients. Every peer is identified with SO_PEERCRED: root and
-// members of the admin group may act on any job, a uid on its own jobs, and
-// a job's library asks for room only for itself.
+// vgpud's socket (<run_dir>/vgpud.sock, docs/vgpud.md "Socket"): vgpud's
+// endpoint on the control plane's one transport (ctl/control/socket_server.h)
+// — the same framing, deadlines and eviction as every agent's — with its own
+// access rule and concurrency: any local user may connect (jobs of every uid
+// ask for room), each peer identified with SO_PEERCRED; root and members of
+// the admin group may act on any job, a uid on its own jobs, and a job's
+// library asks for room only for itself. Each request runs on a thread of its
+// own (a make_room waits for memory as long as it takes, sending progress
+// lines as keepalives).
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <functional>
-#include <thread>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 #include "ctl/control/protocol.h"
+#include "ctl/control/socket_server.h"
 
 namespace vgpu::vgpud {
 
 class Coordinator;
 
-struct Peer {
-  pid_t pid = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  bool admin = false;  // root or a member of the admin group
-};
+using ctl::Peer;
 
 // A request checked against what the peer may do. Split from the transport
 // so that the parser and the policy can be fuzzed (tests/fuzz).
@@ -36,6 +32,10 @@ struct DaemonRequest {
   pid_t target = 0;  // the job acted on (make_room, set), 0 for none
   bool admin = false;  // the peer is root or in the admin group
 };
+// `req`'s envelope is parsed (the transport did it); checks its command and
+// arguments and what `peer` may do.
+Status CheckDaemonRequest(const ctl::Request& req, const Peer& peer, DaemonRequest* out);
+// The envelope and the check, as the socket does them on one request line.
 Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest* out);
 
 // Runs one parsed request; `progress` sends a keepalive line (false: the
@@ -43,27 +43,22 @@ Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest
 ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r,
                        const std::function<bool()>& progress);
 
-class DaemonServer {
+class DaemonServer : private ctl::Endpoint {
  public:
-  static constexpr int kMaxClients = 64;
+  static constexpr int kMaxClients = ctl::kMaxConnections;
   DaemonServer(Coordinator* c, std::string socket_path, std::string admin_group);
-  ~DaemonServer();
+  ~DaemonServer() override;
   Status Start();
   void Stop();
 
  private:
-  void AcceptLoop();
-  void Serve(int fd);
+  ctl::Response Serve(const ctl::Request& request, const Peer& peer,
+                      ctl::ProgressSink* progress) override;
 
   Coordinator* coordinator_;
   std::string path_;
   std::string admin_group_;
-  gid_t admin_gid_ = static_cast<gid_t>(-1);
-  int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> clients_{0};
-  std::thread thread_;
+  ctl::SocketServer server_;
 };
 
 }  // namespace vgpu::vgpud

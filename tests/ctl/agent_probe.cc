@@ -59,11 +59,12 @@ int main() {
   if (AgentThreadExists() || SocketExists()) return Fail("an agent exists before Start()");
   if (base != 1) return Fail("the program has threads before main (something started one)");
   Nothing h;
-  vgpu::ctl::Status st = vgpu::ctl::Agent::Start(&h);
+  vgpu::ctl::Agent agent;
+  vgpu::ctl::Status st = agent.Start(&h);
   if (!st.ok()) return Fail(st.message.c_str());
   if (Threads() != base + 1 || !AgentThreadExists()) return Fail("Start() made no agent thread");
   if (!SocketExists()) return Fail("Start() made no socket");
-  vgpu::ctl::Agent::Stop();
+  agent.Stop();
   // A joined thread can linger in /proc/self/task for a moment.
   for (int i = 0; i < 100 && Threads() != base; ++i) usleep(10000);
   if (Threads() != base || SocketExists()) return Fail("Stop() left a thread or the socket");

@@ -25,6 +25,7 @@ using nlohmann::json;
 using testing::FakeHandler;
 using testing::RawClient;
 using testing::RoundTrip;
+using testing::TestAgent;
 
 constexpr int kIdleMs = 1000;
 constexpr int kRequestMs = 2000;  // a request's total deadline
@@ -50,19 +51,21 @@ class AgentTest : public ::testing::Test {
     dir_ = new testing::TempDir();
     setenv("VGPU_RUN_DIR", (dir_->path() + "/run").c_str(), 1);
     handler_ = new FakeHandler();
-    ASSERT_TRUE(Agent::Start(handler_, TestOptions()).ok());
+    ASSERT_TRUE(TestAgent().Start(handler_, TestOptions()).ok());
   }
   static void TearDownTestSuite() {
-    Agent::Stop();
+    TestAgent().Stop();
     delete dir_;
   }
   void SetUp() override {
-    if (!Agent::Running()) ASSERT_TRUE(Agent::Start(handler_, TestOptions()).ok());
+    if (!TestAgent().Running()) {
+      ASSERT_TRUE(TestAgent().Start(handler_, TestOptions()).ok());
+    }
     handler_->delay_ms = 0;
     handler_->suspended = false;
     handler_->progress_steps = 5;
     handler_->step_sleep_ms = 1;
-    path_ = Agent::SocketPath();
+    path_ = TestAgent().SocketPath();
   }
   // The agent still answers a well-formed request.
   void ExpectAlive() {
@@ -432,7 +435,7 @@ TEST_F(AgentTest, ForkChildDoesNotServe) {
   pid_t pid = fork();
   if (pid == 0) {
     int bad = 0;
-    if (Agent::Running()) bad |= 1;
+    if (TestAgent().Running()) bad |= 1;
     if (!kTsan && testing::ThreadCount() != 1) bad |= 2;
     std::string own = RunDir() + "/agent-" + std::to_string(getpid()) + ".sock";
     if (access(own.c_str(), F_OK) == 0) bad |= 4;
@@ -443,8 +446,8 @@ TEST_F(AgentTest, ForkChildDoesNotServe) {
     // The child may start its own agent.
     if (!kTsan) {
       FakeHandler h;
-      if (!Agent::Start(&h).ok() || access(own.c_str(), F_OK) != 0) bad |= 16;
-      Agent::Stop();
+      if (!TestAgent().Start(&h).ok() || access(own.c_str(), F_OK) != 0) bad |= 16;
+      TestAgent().Stop();
       if (access(own.c_str(), F_OK) == 0) bad |= 32;
     }
     _exit(bad);
@@ -498,9 +501,9 @@ TEST_F(AgentTest, StaleSocketsAreRemoved) {
   // The agent cleans up dead pids' sockets when it starts.
   dead = RunDir() + "/agent-" + std::to_string(DeadPid()) + ".sock";
   MakeDeadSocket(dead);
-  Agent::Stop();
+  TestAgent().Stop();
   EXPECT_NE(access(path_.c_str(), F_OK), 0) << "Stop unlinks";
-  ASSERT_TRUE(Agent::Start(handler_).ok());
+  ASSERT_TRUE(TestAgent().Start(handler_).ok());
   EXPECT_NE(access(dead.c_str(), F_OK), 0);
 }
 
@@ -529,25 +532,26 @@ TEST_F(AgentTest, SilentAgentTimesOut) {
 
 TEST_F(AgentTest, StartIsIdempotentAndStopJoins) {
   int threads = testing::ThreadCount();
-  EXPECT_TRUE(Agent::Start(handler_).ok());
+  EXPECT_TRUE(TestAgent().Start(handler_).ok());
   EXPECT_EQ(testing::ThreadCount(), threads);
-  Agent::Stop();
-  EXPECT_FALSE(Agent::Running());
+  TestAgent().Stop();
+  EXPECT_FALSE(TestAgent().Running());
   // A joined thread can linger in /proc/self/task for a moment.
   for (int i = 0; i < 100 && testing::ThreadCount() != threads - 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(testing::ThreadCount(), threads - 1);
-  EXPECT_EQ(Agent::SocketPath(), "");
+  EXPECT_EQ(TestAgent().SocketPath(), "");
 }
 
 TEST(AgentStart, FailsClearlyOnAnOverlongPath) {
   FakeHandler h;
   AgentOptions o;
   o.run_dir = "/tmp/" + std::string(110, 'x');
-  Status st = Agent::Start(&h, o);
+  Agent agent;
+  Status st = agent.Start(&h, o);
   EXPECT_FALSE(st.ok());
-  EXPECT_FALSE(Agent::Running());
+  EXPECT_FALSE(agent.Running());
 }
 
 }  // namespace

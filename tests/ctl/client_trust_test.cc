@@ -20,6 +20,7 @@ namespace {
 
 using testing::FakeHandler;
 using testing::RunResult;
+using testing::TestAgent;
 using testing::Vgpuctl;
 
 class ClientTrustTest : public ::testing::Test {
@@ -30,10 +31,10 @@ class ClientTrustTest : public ::testing::Test {
     handler_ = new FakeHandler();
     AgentOptions o;
     o.run_dir = run_;
-    ASSERT_TRUE(Agent::Start(handler_, o).ok());
+    ASSERT_TRUE(TestAgent().Start(handler_, o).ok());
   }
   static void TearDownTestSuite() {
-    Agent::Stop();
+    TestAgent().Stop();
     delete dir_;
   }
   void TearDown() override {
@@ -120,7 +121,8 @@ TEST_F(ClientTrustTest, SocketServedByAnotherProcessIsRefused) {
   ASSERT_GT(victim, 0);
   std::string planted;
   ASSERT_TRUE(SocketPath(run_, victim, &planted).ok());
-  ASSERT_EQ(link(Agent::SocketPath().c_str(), planted.c_str()), 0) << "same socket, victim's name";
+  ASSERT_EQ(link(TestAgent().SocketPath().c_str(), planted.c_str()), 0)
+      << "same socket, victim's name";
   Status st = Ping(run_, victim);
   EXPECT_EQ(st.code, ErrorCode::kUntrusted) << st.message;
   EXPECT_NE(st.message.find("served by pid " + std::to_string(getpid())), std::string::npos)

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +22,17 @@
 #include <thread>
 
 namespace vgpu::ctl::testing {
+
+Agent& TestAgent() {
+  static Agent* agent = [] {
+    auto* a = new Agent();  // never destroyed: the exit handler stops it
+    pthread_atfork([] { TestAgent().ForkPrepare(); }, [] { TestAgent().ForkParent(); },
+                   [] { TestAgent().ForkChild(); });
+    std::atexit([] { TestAgent().Stop(); });
+    return a;
+  }();
+  return *agent;
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;

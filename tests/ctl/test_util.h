@@ -34,6 +34,10 @@ class FakeHandler : public Handler {
   std::vector<Request> requests_;
 };
 
+// The test process's agent, owned as libvgpu's Runtime owns its own: fork
+// and exit handlers registered once, at first use.
+Agent& TestAgent();
+
 // A temporary directory, removed (with its files) at destruction.
 class TempDir {
  public:

@@ -18,6 +18,7 @@ namespace {
 using nlohmann::json;
 using testing::FakeHandler;
 using testing::RunResult;
+using testing::TestAgent;
 using testing::Vgpuctl;
 
 class VgpuctlTest : public ::testing::Test {
@@ -26,10 +27,10 @@ class VgpuctlTest : public ::testing::Test {
     dir_ = new testing::TempDir();
     setenv("VGPU_RUN_DIR", (dir_->path() + "/run").c_str(), 1);
     handler_ = new FakeHandler();
-    ASSERT_TRUE(Agent::Start(handler_).ok());
+    ASSERT_TRUE(TestAgent().Start(handler_).ok());
   }
   static void TearDownTestSuite() {
-    Agent::Stop();
+    TestAgent().Stop();
     delete dir_;
   }
   void SetUp() override {
