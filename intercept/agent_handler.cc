@@ -1,6 +1,6 @@
 // The control agent inside libvgpu: serves vgpuctl's info, suspend, resume,
 // checkpoint and restore (docs/control-protocol.md) with the residency engine
-// (residency/engine.h), migrate_prepare/migrate_finish (intercept/migration.h)
+// (residency/engine.h), migrate_prepare/migrate_finish (residency/migration.h)
 // and set (intercept/agent_set.h). Started lazily after cuInit succeeds
 // (Runtime::StartAgent, defined here with the handler it starts); a failed
 // start is logged and never fails the application.
@@ -20,9 +20,9 @@
 #include "driver/real_driver.h"
 #include "intercept/agent_set.h"
 #include "intercept/coordination.h"
-#include "intercept/migration.h"
 #include "intercept/runtime.h"
 #include "residency/engine.h"
+#include "residency/migration.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -66,6 +66,10 @@ Progress ProgressTo(ctl::ProgressSink* sink) {
     p.phase = phase;
     sink->Report(p);
   };
+}
+
+Response ToResponse(const Result<nlohmann::json>& r) {
+  return r.ok() ? Response::Ok(r.value()) : Response::Error(r.status());
 }
 
 // A residency operation's outcome as the protocol's result (bytes, seconds,
@@ -138,8 +142,9 @@ class ResidencyHandler : public ctl::Handler {
     if (req.cmd == "checkpoint") return Parked(req, Checkpoint(req, progress));
     if (req.cmd == "restore") return Unparked(Restore(req, progress));
     if (req.cmd == "set") return HandleSet(req);
-    if (req.cmd == "migrate_prepare") return Runtime::Get().migration().Prepare(req.args);
-    if (req.cmd == "migrate_finish") return Runtime::Get().migration().Finish();
+    if (req.cmd == "migrate_prepare")
+      return ToResponse(Runtime::Get().migration().Prepare(req.args));
+    if (req.cmd == "migrate_finish") return ToResponse(Runtime::Get().migration().Finish());
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 

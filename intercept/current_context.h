@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "intercept/device_index.h"
+#include "common/device_index.h"
 
 namespace vgpu {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "intercept/device_index.h"
+#include "common/device_index.h"
 
 namespace vgpu {
 

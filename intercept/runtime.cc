@@ -212,6 +212,7 @@ void Runtime::OnForkParent() { agent_.ForkParent(); }
 void Runtime::OnForkChild() {
   agent_.ForkChild();
   residency::AfterForkInChild();  // the quiesce gate
+  migration_.AfterForkInChild();
   // The parent's CUDA context does not survive fork; neither do its charges.
   accounting_.Clear();
   if (ledger_ != nullptr) ledger_->OnForkChild();

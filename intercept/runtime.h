@@ -18,7 +18,7 @@
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
 #include "intercept/graph_memory.h"
-#include "intercept/migration.h"
+#include "intercept/migration_host.h"
 #include "intercept/non_migratable.h"
 #include "intercept/nvml_view.h"
 #include "intercept/runtime_settings.h"
@@ -107,12 +107,10 @@ class Runtime {
   NonMigratableBook non_migratable_;
   NvmlView nvml_view_;
   std::unique_ptr<Coordination> coordination_;
-  Migration migration_{MigrationPorts{
-      .devices = &devices_,
-      .ledger = [this] { return ledger_.get(); },
-      .share = [this] { return share(); },
-      .running = [this] { return residency().state() == residency::State::kRunning; },
-  }};
+  DriverMigrationHost migration_host_{
+      &devices_, [this] { return ledger_.get(); }, [this] { return share(); },
+      [this] { return residency().state() == residency::State::kRunning; }};
+  Migration migration_{&migration_host_};
   std::array<std::atomic<CUcontext>, kPrimaryContexts>
       primary_{};                                // built once the configuration is read
   std::unique_ptr<ctl::Handler> agent_handler_;  // serves the agent; outlives it

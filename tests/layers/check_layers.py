@@ -45,7 +45,7 @@ ALLOWED = {
     "quota": {"quota", "common"},
     # Residency (suspend, resume, checkpoint, restore, the quiesce gate): moves
     # the VMM manager's memory through the driver table it is given.
-    "residency": {"residency", "vmm", "checkpoint", "common", "driver"},
+    "residency": {"residency", "vmm", "checkpoint", "share", "quota", "common", "driver"},
     "intercept": {"intercept", "residency", "vmm", "checkpoint", "share", "quota", "ctl/control",
                   "common", "driver"},
     # The simulated node (docs/sim.md, "Source map"), bottom up. vgpu/: sim/include,

@@ -1,5 +1,5 @@
 # libvgpu parts that need no driver. The three device index spaces
-# (intercept/device_index.h): distinct types, and the conversions between them.
+# (common/device_index.h): distinct types, and the conversions between them.
 add_executable(device_index_test ${CMAKE_CURRENT_LIST_DIR}/device_index_test.cc)
 target_include_directories(device_index_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(device_index_test PRIVATE vgpu_cuda_headers GTest::gtest_main vgpu_warnings)

@@ -1,8 +1,8 @@
-// The device index spaces (intercept/device_index.h): a visible index, a
+// The device index spaces (common/device_index.h): a visible index, a
 // driver ordinal and a node device are different types, so code that hands
 // one where another is meant does not compile; these checks fail the build if
 // the types ever become interchangeable again.
-#include "intercept/device_index.h"
+#include "common/device_index.h"
 
 #include <gtest/gtest.h>
 

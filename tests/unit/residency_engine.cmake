@@ -8,3 +8,10 @@ target_compile_definitions(residency_engine_test PRIVATE
   VGPU_SIM_LIBCUDA="$<TARGET_FILE:vgpu_sim_cuda>" __CUDA_API_VERSION_INTERNAL=1)
 add_dependencies(residency_engine_test vgpu_sim_cuda)
 gtest_discover_tests(residency_engine_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 60)
+
+# The process's half of a migration (residency/migration.h) on a fake host and
+# a private quota ledger: charges follow the driver's move, refusals hold
+# nothing, the gate, the watchdog.
+add_executable(migration_test migration_test.cc)
+target_link_libraries(migration_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
+gtest_discover_tests(migration_test PROPERTIES LABELS unit TIMEOUT 60)
