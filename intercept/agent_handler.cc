@@ -160,7 +160,7 @@ class ResidencyHandler : public ctl::Handler {
     info.command = Comm();
     std::map<int, uint64_t> vmm_used = Runtime::Get().vmm().LiveBytesByDevice();
     for (int v = 0; v < rt.devices().count(); ++v) {
-      const int p = rt.devices().ToPhysical(VisibleIndex(v)).value();
+      const int p = rt.devices().ToOrdinal(VisibleIndex(v)).value();
       ctl::DeviceInfo d;
       d.index = v;
       d.uuid = rt.devices().uuid(VisibleIndex(v));  // formatted once, when the device map was built
@@ -182,7 +182,8 @@ class ResidencyHandler : public ctl::Handler {
     if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator())
       j["suspended_by"] = "vgpud";
     for (size_t i = 0; i < info.devices.size(); ++i) {
-      j["devices"][i]["footprint"] = vmm_used[rt.devices().ToPhysical(VisibleIndex(static_cast<int>(i))).value()];
+      j["devices"][i]["footprint"] =
+          vmm_used[rt.devices().ToOrdinal(VisibleIndex(static_cast<int>(i))).value()];
     }
     if (rt.call_sites().enabled()) {  // VGPU_TRACE_ALLOCATIONS: the top call sites
       nlohmann::json sites = nlohmann::json::array();

@@ -42,7 +42,7 @@ void PushToScheduler(const std::vector<int>& targets) {
   for (int v : targets) {
     Config::ComputePolicy policy = PolicyOn(v);
     if (cs == nullptr || policy == Config::ComputePolicy::kNative) continue;
-    cs->UpdateParams(NodeDevice(rt.devices().ToPhysical(VisibleIndex(v))).value(),
+    cs->UpdateParams(NodeDevice(rt.devices().ToOrdinal(VisibleIndex(v))).value(),
                      rt.settings().ParamsFor(policy, v));
   }
 }
@@ -56,7 +56,7 @@ Response SetMemoryLimit(uint64_t requested, const std::vector<int>& targets) {
   const uint64_t bytes = requested == 0 ? kUnlimited : requested;
   std::vector<std::pair<int, uint64_t>> changed;  // physical device, old limit
   for (int v : targets) {
-    const int p = rt.devices().ToPhysical(VisibleIndex(v)).value();
+    const int p = rt.devices().ToOrdinal(VisibleIndex(v)).value();
     const uint64_t old = ledger->Limit(p);
     // Freed chunks the VMM keeps for reuse are charged, but not the job's:
     // they go first (never waiting for an allocation or a suspend in flight).

@@ -38,7 +38,7 @@ class RealShareHost final : public ShareHost {
   CUresult CtxSynchronize() override { return REAL_CALL(cuCtxSynchronize); }
   CUresult CtxSetCurrent(CUcontext ctx) override { return REAL_CALL(cuCtxSetCurrent, ctx); }
   bool ParamsFor(int device, GroupParams* params) override {
-    const int v = devices_.ToVirtual(OrdinalOfNodeDevice(NodeIndex(device))).value();
+    const int v = devices_.ToVisible(OrdinalOfNodeDevice(NodeIndex(device))).value();
     if (cfg_.EffectivePolicyFor(v) == Config::ComputePolicy::kNative) return false;
     // The settings in force now: `vgpuctl set` may have changed them.
     *params = settings_.ParamsFor(cfg_.EffectivePolicyFor(v), v);
@@ -97,7 +97,7 @@ Result<ComputeShare*> StartComputeShare(const Config& cfg, const DeviceMap& devi
   // Every visible device's group slot is taken now: a process that cannot
   // be governed must not start (it would run uncapped).
   for (int v = 0; v < devices.count(); ++v) {
-    if (!cs->Join(NodeDevice(devices.ToPhysical(VisibleIndex(v))).value(), &error)) {
+    if (!cs->Join(NodeDevice(devices.ToOrdinal(VisibleIndex(v))).value(), &error)) {
       region->Unregister(client);  // the object is left behind: its accountant may run
       return Status::Error(ErrorCode::kBusy, error);
     }

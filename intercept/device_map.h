@@ -22,11 +22,11 @@ class DeviceMap {
   int count() const { return static_cast<int>(physical_.size()); }
   bool identity() const { return identity_; }
   // The driver ordinal of visible device v; invalid if out of range.
-  DriverOrdinal ToPhysical(VisibleIndex v) const {
+  DriverOrdinal ToOrdinal(VisibleIndex v) const {
     return DriverOrdinal(v.valid() && v.value() < count() ? physical_[v.value()] : -1);
   }
   // The visible index of driver ordinal p; invalid if hidden.
-  VisibleIndex ToVirtual(DriverOrdinal p) const {
+  VisibleIndex ToVisible(DriverOrdinal p) const {
     return VisibleIndex(p.valid() && p.value() < static_cast<int>(virtual_.size())
                             ? virtual_[p.value()]
                             : -1);

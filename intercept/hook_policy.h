@@ -35,7 +35,7 @@
 //      VGPU_HOOK(sym), composing exactly those policies in this order:
 //      Govern (kShare), then residency::GateGuard (kGate), then the quota /
 //      VMM bookkeeping, around REAL_CALL(sym, ...). Hooks that name a device
-//      translate it with Phys() (kDeviceMap).
+//      translate it with MapToOrdinal() (kDeviceMap).
 //   4. If it can change the calling thread's current context, forget the
 //      launch path's cache (intercept/current_context.h).
 #pragma once

@@ -19,26 +19,26 @@ const DeviceMap& Map() { return Runtime::Get().devices(); }
 
 // A CUdevice from the application is a visible index, one from the driver a
 // driver ordinal (device_index.h); -1 for an out-of-range or hidden one.
-int Physical(CUdevice v) { return Map().ToPhysical(VisibleIndex(v)).value(); }
-int Visible(CUdevice p) { return Map().ToVirtual(DriverOrdinal(p)).value(); }
+int OrdinalOf(CUdevice v) { return Map().ToOrdinal(VisibleIndex(v)).value(); }
+int VisibleOf(CUdevice p) { return Map().ToVisible(DriverOrdinal(p)).value(); }
 
-// Physical ordinal of a virtual CUdevice; false for out-of-range/hidden ones.
-bool Phys(CUdevice v, CUdevice* p) {
-  *p = Physical(v);
+// The driver ordinal of an application's CUdevice; false for an out-of-range or hidden one.
+bool MapToOrdinal(CUdevice v, CUdevice* p) {
+  *p = OrdinalOf(v);
   return *p >= 0;
 }
 
-CUmemLocation ToPhysLocation(CUmemLocation loc, bool* ok) {
+CUmemLocation ToOrdinalLocation(CUmemLocation loc, bool* ok) {
   if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    int p = Physical(loc.id);
+    int p = OrdinalOf(loc.id);
     *ok = *ok && p >= 0;
     loc.id = p;
   }
   return loc;
 }
 
-void ToVirtLocation(CUmemLocation* loc) {
-  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = Visible(loc->id);
+void ToVisibleLocation(CUmemLocation* loc) {
+  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) loc->id = VisibleOf(loc->id);
 }
 
 // What a VMM-backed pointer answers instead of the reservation it lives in:
@@ -87,7 +87,7 @@ void ReleaseContextCharges(CUcontext ctx) {
 }  // namespace
 }  // namespace vgpu
 
-using vgpu::Phys;
+using vgpu::MapToOrdinal;
 
 VGPU_HOOK(cuDeviceGetCount) CUresult CUDAAPI vgpu_hook_cuDeviceGetCount(int* count) {
   return vgpu::WhenReady([&]() -> CUresult {
@@ -101,7 +101,7 @@ VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, 
   return vgpu::WhenReady([&]() -> CUresult {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUdevice p = 0;
-    if (!Phys(ordinal, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(ordinal, &p)) return CUDA_ERROR_INVALID_DEVICE;
     *device = ordinal;
     return CUDA_SUCCESS;
   });
@@ -110,7 +110,7 @@ VGPU_HOOK(cuDeviceGet) CUresult CUDAAPI vgpu_hook_cuDeviceGet(CUdevice* device, 
 VGPU_HOOK(cuDeviceTotalMem_v2) CUresult CUDAAPI vgpu_hook_cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDeviceTotalMem_v2, bytes, p);
     // The quota is the device's size as far as the process can tell: the
     // group's, which a stricter member or the daemon may have set below
@@ -129,7 +129,7 @@ VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusI
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuDeviceGetByPCIBusId, &p, pciBusId);
     if (r != CUDA_SUCCESS) return r;
-    int v = vgpu::Visible(p);
+    int v = vgpu::VisibleOf(p);
     if (v < 0) return CUDA_ERROR_INVALID_DEVICE;  // hidden: as if it did not exist
     *dev = v;
     return CUDA_SUCCESS;
@@ -139,7 +139,7 @@ VGPU_HOOK(cuDeviceGetByPCIBusId) CUresult CUDAAPI vgpu_hook_cuDeviceGetByPCIBusI
 VGPU_HOOK(cuDevicePrimaryCtxRetain) CUresult CUDAAPI vgpu_hook_cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDevicePrimaryCtxRetain, pctx, p);
     if (r == CUDA_SUCCESS && p < vgpu::Runtime::kPrimaryContexts) {
       vgpu::Runtime::Get().primary_context(p).store(*pctx);
@@ -152,7 +152,7 @@ VGPU_HOOK(cuDevicePrimaryCtxRelease_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrima
   return vgpu::WhenReady([&]() -> CUresult {
     vgpu::residency::GateGuard gate;
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDevicePrimaryCtxRelease_v2, p);
     vgpu::ForgetAllCurrentContexts();  // the last release destroys it, wherever it is current
     unsigned flags = 0;
@@ -170,7 +170,7 @@ VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimary
   return vgpu::WhenReady([&]() -> CUresult {
     vgpu::residency::GateGuard gate;
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDevicePrimaryCtxReset_v2, p);
     vgpu::ForgetAllCurrentContexts();  // destroyed, wherever it is current
     if (r == CUDA_SUCCESS && p < 64)
@@ -182,7 +182,7 @@ VGPU_HOOK(cuDevicePrimaryCtxReset_v2) CUresult CUDAAPI vgpu_hook_cuDevicePrimary
 VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v2, pctx, flags, p));
   });
 }
@@ -190,7 +190,7 @@ VGPU_HOOK(cuCtxCreate_v2) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v2(CUcontext* p
 VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     return vgpu::NoteCreated(pctx,
                              REAL_CALL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, p));
   });
@@ -199,7 +199,7 @@ VGPU_HOOK(cuCtxCreate_v3) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v3(CUcontext* p
 VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags, CUdevice dev) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     return vgpu::NoteCreated(pctx, REAL_CALL(cuCtxCreate_v4, pctx, params, flags, p));
   });
 }
@@ -209,7 +209,7 @@ VGPU_HOOK(cuCtxCreate_v4) CUresult CUDAAPI vgpu_hook_cuCtxCreate_v4(CUcontext* p
 VGPU_HOOK(cuGreenCtxCreate) CUresult CUDAAPI vgpu_hook_cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUdevice p = 0;
-    if (!Phys(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!MapToOrdinal(dev, &p)) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuGreenCtxCreate, phCtx, desc, p, flags);
     CUcontext ctx = nullptr;
     if (r == CUDA_SUCCESS && REAL_CALL(cuCtxFromGreenCtx, &ctx, *phCtx) == CUDA_SUCCESS) {
@@ -305,7 +305,7 @@ VGPU_HOOK(cuCtxGetDevice) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice(CUdevice* de
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuCtxGetDevice, &p);
-    if (r == CUDA_SUCCESS) *device = vgpu::Visible(p);
+    if (r == CUDA_SUCCESS) *device = vgpu::VisibleOf(p);
     return r;
   });
 }
@@ -315,7 +315,7 @@ VGPU_HOOK(cuMemGetAllocationGranularity) CUresult CUDAAPI vgpu_hook_cuMemGetAllo
     if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUmemAllocationProp copy = *prop;
     bool ok = true;
-    copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+    copy.location = vgpu::ToOrdinalLocation(copy.location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemGetAllocationGranularity, granularity, &copy, option);
   });
@@ -326,7 +326,7 @@ VGPU_HOOK(cuMemPoolCreate) CUresult CUDAAPI vgpu_hook_cuMemPoolCreate(CUmemoryPo
     if (poolProps == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUmemPoolProps copy = *poolProps;
     bool ok = true;
-    copy.location = vgpu::ToPhysLocation(copy.location, &ok);
+    copy.location = vgpu::ToOrdinalLocation(copy.location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemPoolCreate, pool, &copy);
   });
@@ -338,7 +338,7 @@ VGPU_HOOK(cuMemSetAccess) CUresult CUDAAPI vgpu_hook_cuMemSetAccess(CUdeviceptr 
       return REAL_CALL(cuMemSetAccess, ptr, size, desc, count);
     std::vector<CUmemAccessDesc> copy(desc, desc + count);
     bool ok = true;
-    for (auto& d : copy) d.location = vgpu::ToPhysLocation(d.location, &ok);
+    for (auto& d : copy) d.location = vgpu::ToOrdinalLocation(d.location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemSetAccess, ptr, size, copy.data(), count);
   });
@@ -348,7 +348,7 @@ VGPU_HOOK(cuMemGetAccess) CUresult CUDAAPI vgpu_hook_cuMemGetAccess(unsigned lon
   return vgpu::WhenReady([&]() -> CUresult {
     if (location == nullptr) return REAL_CALL(cuMemGetAccess, flags, location, ptr);
     bool ok = true;
-    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    CUmemLocation copy = vgpu::ToOrdinalLocation(*location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemGetAccess, flags, &copy, ptr);
   });
@@ -357,7 +357,7 @@ VGPU_HOOK(cuMemGetAccess) CUresult CUDAAPI vgpu_hook_cuMemGetAccess(unsigned lon
 VGPU_HOOK(cuMemGetAllocationPropertiesFromHandle) CUresult CUDAAPI vgpu_hook_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle) {
   return vgpu::WhenReady([&]() -> CUresult {
     CUresult r = REAL_CALL(cuMemGetAllocationPropertiesFromHandle, prop, handle);
-    if (r == CUDA_SUCCESS) vgpu::ToVirtLocation(&prop->location);
+    if (r == CUDA_SUCCESS) vgpu::ToVisibleLocation(&prop->location);
     return r;
   });
 }
@@ -370,7 +370,7 @@ VGPU_HOOK(cuPointerGetAttribute) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribut
     if (r == CUDA_SUCCESS && vgpu::Runtime::Get().vmm().Find(ptr, &info))
       vgpu::VmmAttribute(attribute, info, data);
     if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
-      *static_cast<int*>(data) = vgpu::Visible(*static_cast<int*>(data));
+      *static_cast<int*>(data) = vgpu::VisibleOf(*static_cast<int*>(data));
     }
     return r;
   });
@@ -390,7 +390,7 @@ VGPU_HOOK(cuPointerGetAttributes) CUresult CUDAAPI vgpu_hook_cuPointerGetAttribu
     for (unsigned i = 0; r == CUDA_SUCCESS && i < numAttributes; ++i) {
       int* ord = static_cast<int*>(data[i]);
       if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && *ord >= 0) {
-        *ord = vgpu::Visible(*ord);
+        *ord = vgpu::VisibleOf(*ord);
       }
     }
     return r;
@@ -402,7 +402,7 @@ VGPU_HOOK(cuCtxGetDevice_v2) CUresult CUDAAPI vgpu_hook_cuCtxGetDevice_v2(CUdevi
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUdevice p = 0;
     CUresult r = REAL_CALL(cuCtxGetDevice_v2, &p, ctx);
-    if (r == CUDA_SUCCESS) *device = vgpu::Visible(p);
+    if (r == CUDA_SUCCESS) *device = vgpu::VisibleOf(p);
     return r;
   });
 }
@@ -411,7 +411,7 @@ VGPU_HOOK(cuMemGetDefaultMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetDefaultMemP
   return vgpu::WhenReady([&]() -> CUresult {
     if (location == nullptr) return REAL_CALL(cuMemGetDefaultMemPool, pool_out, location, type);
     bool ok = true;
-    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    CUmemLocation copy = vgpu::ToOrdinalLocation(*location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemGetDefaultMemPool, pool_out, &copy, type);
   });
@@ -421,7 +421,7 @@ VGPU_HOOK(cuMemGetMemPool) CUresult CUDAAPI vgpu_hook_cuMemGetMemPool(CUmemoryPo
   return vgpu::WhenReady([&]() -> CUresult {
     if (location == nullptr) return REAL_CALL(cuMemGetMemPool, pool, location, type);
     bool ok = true;
-    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    CUmemLocation copy = vgpu::ToOrdinalLocation(*location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemGetMemPool, pool, &copy, type);
   });
@@ -431,7 +431,7 @@ VGPU_HOOK(cuMemSetMemPool) CUresult CUDAAPI vgpu_hook_cuMemSetMemPool(CUmemLocat
   return vgpu::WhenReady([&]() -> CUresult {
     if (location == nullptr) return REAL_CALL(cuMemSetMemPool, location, type, pool);
     bool ok = true;
-    CUmemLocation copy = vgpu::ToPhysLocation(*location, &ok);
+    CUmemLocation copy = vgpu::ToOrdinalLocation(*location, &ok);
     if (!ok) return CUDA_ERROR_INVALID_DEVICE;
     return REAL_CALL(cuMemSetMemPool, &copy, type, pool);
   });

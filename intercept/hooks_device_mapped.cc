@@ -32,7 +32,7 @@ struct DeviceMapped<Field, CUresult(CUDAAPI*)(A...), Devices...> {
       std::tuple<A...> call{args...};
       const DeviceMap& map = Runtime::Get().devices();
       bool known = true;
-      ((std::get<Devices>(call) = map.ToPhysical(VisibleIndex(std::get<Devices>(call))).value(),
+      ((std::get<Devices>(call) = map.ToOrdinal(VisibleIndex(std::get<Devices>(call))).value(),
         known = known && std::get<Devices>(call) >= 0),
        ...);
       if (!known) return CUDA_ERROR_INVALID_DEVICE;

@@ -14,20 +14,20 @@ namespace vgpu {
 namespace {
 
 // A device location named by the application, made physical; false if hidden.
-bool ToPhysical(CUmemLocation* loc) {
+bool LocationToOrdinal(CUmemLocation* loc) {
   if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE) return true;
-  loc->id = Runtime::Get().devices().ToPhysical(VisibleIndex(loc->id)).value();
+  loc->id = Runtime::Get().devices().ToOrdinal(VisibleIndex(loc->id)).value();
   return loc->id >= 0;
 }
 
 // Allocation node parameters with physical devices; `access` holds the
 // translated access descriptors the copy points to.
 bool Translate(CUDA_MEM_ALLOC_NODE_PARAMS* p, std::vector<CUmemAccessDesc>* access) {
-  if (!ToPhysical(&p->poolProps.location)) return false;
+  if (!LocationToOrdinal(&p->poolProps.location)) return false;
   if (p->accessDescs == nullptr) return true;
   access->assign(p->accessDescs, p->accessDescs + p->accessDescCount);
   for (CUmemAccessDesc& d : *access) {
-    if (!ToPhysical(&d.location)) return false;
+    if (!LocationToOrdinal(&d.location)) return false;
   }
   p->accessDescs = access->data();
   return true;
@@ -139,7 +139,7 @@ VGPU_HOOK(cuGraphExecDestroy) CUresult CUDAAPI vgpu_hook_cuGraphExecDestroy(CUgr
 
 VGPU_HOOK(cuDeviceGraphMemTrim) CUresult CUDAAPI vgpu_hook_cuDeviceGraphMemTrim(CUdevice device) {
   return vgpu::WhenReady([&] {
-    const int p = vgpu::Runtime::Get().devices().ToPhysical(vgpu::VisibleIndex(device)).value();
+    const int p = vgpu::Runtime::Get().devices().ToOrdinal(vgpu::VisibleIndex(device)).value();
     if (p < 0) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = REAL_CALL(cuDeviceGraphMemTrim, p);
     if (r == CUDA_SUCCESS) vgpu::Runtime::Get().graph_memory().Settle(p);

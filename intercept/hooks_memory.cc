@@ -366,7 +366,7 @@ VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAlloca
     REAL_CALL(cuCtxGetCurrent, &w.ctx);
     if (copy.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
       copy.location.id =
-          vgpu::Runtime::Get().devices().ToPhysical(vgpu::VisibleIndex(copy.location.id)).value();
+          vgpu::Runtime::Get().devices().ToOrdinal(vgpu::VisibleIndex(copy.location.id)).value();
       if (copy.location.id < 0) return CUDA_ERROR_INVALID_DEVICE;
       w.device = copy.location.id;
     }

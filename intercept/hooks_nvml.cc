@@ -78,7 +78,7 @@ void FollowMigrationInNvmlView() {
   if (v.status != NVML_SUCCESS) return;  // built later, from the moved view
   const DeviceMap& devices = Runtime::Get().devices();
   for (size_t i = 0; i < v.handles.size() && static_cast<int>(i) < devices.count(); ++i) {
-    const int node = NodeDevice(devices.ToPhysical(VisibleIndex(static_cast<int>(i)))).value();
+    const int node = NodeDevice(devices.ToOrdinal(VisibleIndex(static_cast<int>(i)))).value();
     nvmlDevice_t h = nullptr;
     if (REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, static_cast<unsigned>(node), &h) != NVML_SUCCESS) {
       continue;

@@ -32,7 +32,7 @@ bool DriverMigrationHost::DriverSaysRunning() {
 
 int DriverMigrationHost::VisibleCount() { return devices_->count(); }
 std::string DriverMigrationHost::VisibleUuid(VisibleIndex v) { return devices_->uuid(v); }
-DriverOrdinal DriverMigrationHost::OrdinalOf(VisibleIndex v) { return devices_->ToPhysical(v); }
+DriverOrdinal DriverMigrationHost::OrdinalOf(VisibleIndex v) { return devices_->ToOrdinal(v); }
 void DriverMigrationHost::SetVisibleUuid(VisibleIndex v, const std::string& uuid) {
   devices_->SetUuid(v, uuid);
 }

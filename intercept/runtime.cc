@@ -114,7 +114,7 @@ Runtime::Runtime()
   coordination_ = std::make_unique<Coordination>(CoordinationPorts{
       .run_dir = config_.run_dir,
       .uuid_of =
-          [this](int device) { return devices_.uuid(devices_.ToVirtual(DriverOrdinal(device))); },
+          [this](int device) { return devices_.uuid(devices_.ToVisible(DriverOrdinal(device))); },
       .live_bytes = [this] { return vmm().LiveBytesByDevice(); },
       .residency = [this]() -> residency::Engine& { return residency(); },
   });
@@ -158,7 +158,7 @@ CUresult Runtime::BuildPhaseTwo() {
   std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);
   for (int v = 0; v < devices_.count(); ++v) {
     uint64_t l = config_.LimitFor(v);
-    int p = devices_.ToPhysical(VisibleIndex(v)).value();
+    int p = devices_.ToOrdinal(VisibleIndex(v)).value();
     if (l != Config::kNoLimit && p < kLedgerDevices) {
       limits[static_cast<size_t>(p)] = l;
       any_limit = true;
@@ -197,7 +197,7 @@ void Runtime::ReportRefusal(int device, uint64_t bytes) {
   if (ledger_view_ == nullptr) return;
   const std::string site = call_sites_.Describe(call_sites_.Capture());
   VGPU_LOG(kWarn, "out of device memory quota on device {}: quota {}, used {}, requested {}{}{}",
-           devices_.ToVirtual(DriverOrdinal(device)).value(),
+           devices_.ToVisible(DriverOrdinal(device)).value(),
            FormatByteSize(ledger_view_->Limit(device)).c_str(),
            FormatByteSize(ledger_view_->Used(device)).c_str(), FormatByteSize(bytes).c_str(),
            site.empty() ? "" : " at ", site);

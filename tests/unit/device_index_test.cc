@@ -25,19 +25,23 @@ static_assert(!std::is_convertible_v<VisibleIndex, int>, "the number is asked fo
 
 // The conversions take the space they convert from, and only that one.
 template <typename Arg>
-concept ToPhysicalTakes = requires(const DeviceMap& m, Arg a) { m.ToPhysical(a); };
+concept ToOrdinalTakes = requires(const DeviceMap& m, Arg a) {
+  m.ToOrdinal(a);
+};
 template <typename Arg>
-concept ToVirtualTakes = requires(const DeviceMap& m, Arg a) { m.ToVirtual(a); };
+concept ToVisibleTakes = requires(const DeviceMap& m, Arg a) {
+  m.ToVisible(a);
+};
 template <typename Arg>
 concept NodeDeviceTakes = requires(Arg a) { NodeDevice(a); };
-static_assert(ToPhysicalTakes<VisibleIndex> && !ToPhysicalTakes<DriverOrdinal> &&
-              !ToPhysicalTakes<NodeIndex> && !ToPhysicalTakes<int>);
-static_assert(ToVirtualTakes<DriverOrdinal> && !ToVirtualTakes<VisibleIndex> &&
-              !ToVirtualTakes<NodeIndex> && !ToVirtualTakes<int>);
+static_assert(ToOrdinalTakes<VisibleIndex> && !ToOrdinalTakes<DriverOrdinal> &&
+              !ToOrdinalTakes<NodeIndex> && !ToOrdinalTakes<int>);
+static_assert(ToVisibleTakes<DriverOrdinal> && !ToVisibleTakes<VisibleIndex> &&
+              !ToVisibleTakes<NodeIndex> && !ToVisibleTakes<int>);
 static_assert(NodeDeviceTakes<DriverOrdinal> && !NodeDeviceTakes<VisibleIndex> &&
               !NodeDeviceTakes<NodeIndex> && !NodeDeviceTakes<int>);
-static_assert(std::is_same_v<decltype(std::declval<DeviceMap>().ToPhysical(VisibleIndex(0))),
-                             DriverOrdinal>);
+static_assert(
+    std::is_same_v<decltype(std::declval<DeviceMap>().ToOrdinal(VisibleIndex(0))), DriverOrdinal>);
 static_assert(std::is_same_v<decltype(NodeDevice(DriverOrdinal(0))), NodeIndex>);
 
 TEST(DeviceIndexTest, DefaultIsNone) {
@@ -50,9 +54,9 @@ TEST(DeviceIndexTest, DefaultIsNone) {
 
 TEST(DeviceIndexTest, AnEmptyMapKnowsNoDevice) {
   DeviceMap map;
-  EXPECT_FALSE(map.ToPhysical(VisibleIndex(0)).valid());
-  EXPECT_FALSE(map.ToVirtual(DriverOrdinal(0)).valid());
-  EXPECT_FALSE(map.ToPhysical(VisibleIndex()).valid());
+  EXPECT_FALSE(map.ToOrdinal(VisibleIndex(0)).valid());
+  EXPECT_FALSE(map.ToVisible(DriverOrdinal(0)).valid());
+  EXPECT_FALSE(map.ToOrdinal(VisibleIndex()).valid());
   EXPECT_EQ(map.uuid(VisibleIndex(0)), "") << "no out-of-range read";
   EXPECT_EQ(map.uuid(VisibleIndex()), "");
 }
