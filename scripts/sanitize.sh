@@ -3,7 +3,8 @@
 #
 #   scripts/sanitize.sh asan    ASan+UBSan (preset asan): the unit, conformance and ctl tests
 #   scripts/sanitize.sh tsan    TSan (preset tsan): the concurrent parts (quota ledger,
-#                               quiesce gate, scheduler region, agent; TSAN_TESTS below)
+#                               quiesce gate, scheduler region, socket server and agent,
+#                               migration watchdog; TSAN_TESTS below)
 #   scripts/sanitize.sh all     both
 #
 # Any sanitizer report fails the run: ASan aborts, UBSan is built without
@@ -14,8 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The lock-free and threaded components and the executables holding their
 # tests: TSan builds only these.
-TSAN_TARGETS=(quota_ledger_test quiesce_gate_test sched_region_test ctl_agent_test)
-TSAN_TESTS='^(QuotaLedger|QuiesceGate|SchedRegion|SchedGroupSlot|AgentTest)'
+TSAN_TARGETS=(quota_ledger_test quiesce_gate_test sched_region_test ctl_agent_test ctl_socket_server_test
+              migration_test)
+TSAN_TESTS='^(QuotaLedger|QuiesceGate|SchedRegion|SchedGroupSlot|AgentTest|SocketServerTest|MigrationTest)'
 
 asan() {
   echo "== sanitize: asan (ctest -L 'unit|conformance|ctl')"
