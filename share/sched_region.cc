@@ -143,9 +143,9 @@ Result<std::unique_ptr<SchedRegion>> SchedRegion::Open(const std::string& name) 
                      .bytes = sizeof(SchedLayout),
                      .node_wide = true,
                      .keep_fd = true};
-  std::string error;
-  ShmRegionMapping m = OpenShmRegion(spec, &error);
-  if (m.addr == nullptr) return Status::Error(ErrorCode::kIo, error);
+  Result<ShmRegionMapping> opened = OpenShmRegion(spec);
+  if (!opened.ok()) return opened.status();
+  const ShmRegionMapping& m = opened.value();
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(m.addr);
   r->bytes_ = sizeof(SchedLayout);
