@@ -91,9 +91,10 @@ nlohmann::json Migration::Reconcile() {
     }
     if (l != nullptr && now != m.from) l->Release(m.from.value(), m.bytes);
     if (now == m.from) continue;
-    std::string error;
-    if (ComputeShare* cs = ports_.share(); cs != nullptr && !cs->Join(now.value(), &error)) {
-      VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
+    if (ComputeShare* cs = ports_.share(); cs != nullptr) {
+      if (Status s = cs->Join(now.value()); !s.ok()) {
+        VGPU_LOG(kWarn, "migration: compute share on the target: {}", s.message.c_str());
+      }
     }
     moved.push_back({{"from", UuidOf(m.from)}, {"to", UuidOf(now)}, {"bytes", m.bytes}});
   }
