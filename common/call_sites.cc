@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace vgpu {
 namespace {
@@ -28,21 +29,24 @@ uint64_t HashFrames(void* const* frames, int n) {
 
 }  // namespace
 
-bool CallSites::Enable(const void* skip_module, std::string* error) {
-  if (enabled()) return true;
+Status CallSites::Enable(const void* skip_module) {
+  if (enabled()) return Status::Ok();
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
-    *error = std::string("cannot load libunwind.so.8 (") + dlerror() + ")";
-    return false;
+    return Status::Error(ErrorCode::kNoSys,
+                         std::string("cannot load libunwind.so.8 (") + dlerror() + ")");
   }
   auto fn = reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace"));
-  if (fn == nullptr) {
-    *error = "libunwind.so.8 has no unw_backtrace";
-    return false;
-  }
+  if (fn == nullptr) return Status::Error(ErrorCode::kNoSys, "libunwind.so.8 has no unw_backtrace");
   skip_base_ = ModuleBase(skip_module);
   backtrace_ = fn;
-  return true;
+  return Status::Ok();
+}
+
+bool CallSites::Enable(const void* skip_module, std::string* error) {
+  Status s = Enable(skip_module);
+  if (!s.ok()) *error = std::move(s.message);
+  return s.ok();
 }
 
 bool CallSites::InSkippedModule(const void* pc) const {

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/status.h"
+
 namespace vgpu {
 
 struct CallSiteStats {
@@ -32,8 +34,11 @@ class CallSites {
   static constexpr int kFramesPerSite = 4;  // frames that tell sites apart
 
   // Loads libunwind. `skip_module`: an address inside the module whose frames
-  // are ours (libvgpu), not the application's; nullptr skips none. False
+  // are ours (libvgpu), not the application's; nullptr skips none. kNoSys
   // (with a one-line reason) if libunwind cannot be loaded.
+  Status Enable(const void* skip_module);
+  // Transitional: the old form, for intercept/runtime.cc until it takes the
+  // Status (it is being rewritten elsewhere). Do not use in new code.
   bool Enable(const void* skip_module, std::string* error);
   bool enabled() const { return backtrace_ != nullptr; }
 

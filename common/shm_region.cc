@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "common/clock.h"
 
@@ -169,21 +170,21 @@ void* AttachRegion(const ShmRegionSpec& spec, int* kept_fd, std::string* error) 
 
 }  // namespace
 
-ShmRegionMapping OpenShmRegion(const ShmRegionSpec& spec, std::string* error) {
-  error->clear();
+Result<ShmRegionMapping> OpenShmRegion(const ShmRegionSpec& spec) {
+  std::string error;
   ShmRegionMapping m;
   for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
-    m.addr = CreateRegion(spec, &m.fd, error);
+    m.addr = CreateRegion(spec, &m.fd, &error);
     if (m.addr != nullptr) {
       m.created = true;
       return m;
     }
-    if (!error->empty()) return m;
-    m.addr = AttachRegion(spec, &m.fd, error);
-    if (m.addr != nullptr || !error->empty()) return m;
+    if (!error.empty()) return Status::Error(ErrorCode::kIo, std::move(error));
+    m.addr = AttachRegion(spec, &m.fd, &error);
+    if (m.addr != nullptr) return m;
+    if (!error.empty()) return Status::Error(ErrorCode::kIo, std::move(error));
   }
-  *error = Named(spec) + ": keeps disappearing";
-  return m;
+  return Status::Error(ErrorCode::kIo, Named(spec) + ": keeps disappearing");
 }
 
 void* MapPrivateRegion(size_t bytes) {

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
+
 namespace vgpu {
 
 // The first fields of every region, in this order. A region's own layout
@@ -62,9 +64,9 @@ struct ShmRegionMapping {
 
 // Creates the region (mode 0600, or 0666 node-wide, whatever the umask, zero-filled, close-on-exec
 // descriptor) or attaches to the existing one, checked as described above;
-// retries if it is removed between the two steps. Returns addr == nullptr and
-// sets *error on failure.
-ShmRegionMapping OpenShmRegion(const ShmRegionSpec& spec, std::string* error);
+// retries if it is removed between the two steps. kIo with a one-line message
+// on failure.
+Result<ShmRegionMapping> OpenShmRegion(const ShmRegionSpec& spec);
 
 // An anonymous MAP_SHARED mapping of `bytes` zero bytes: a region shared with
 // fork()ed children only. nullptr (errno set) on failure.

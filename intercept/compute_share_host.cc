@@ -79,27 +79,28 @@ Result<ComputeShare*> StartComputeShare(const Config& cfg, const DeviceMap& devi
   Result<std::unique_ptr<SchedRegion>> opened = SchedRegion::Open(cfg.sched_region);
   if (!opened.ok()) return opened.status();
   std::shared_ptr<SchedRegion> region = std::move(opened.value());
-  std::string error;
   region->ReapDead();  // our image before an exec() among them: it holds no lock now
-  std::string why;
-  int client = region->RegisterClient(getpid(), &why);
-  if (client < 0) {
+  Result<int> registered = region->RegisterClient(getpid());
+  if (!registered.ok()) {
+    const Status& s = registered.status();
     return Status::Error(ErrorCode::kBusy,
-                         !why.empty()
-                             ? "the compute scheduler: " + why
+                         s.code != ErrorCode::kBusy
+                             ? "the compute scheduler: " + s.message
                              : "the compute scheduler's client table is full (" +
                                    std::to_string(kSchedClients) +
                                    " processes with a compute policy, the limit per node)");
   }
+  const int client = registered.value();
   std::string group =
       SchedRegion::TenantGroupName(cfg.group.empty() ? OwnGroupName() : cfg.group, geteuid());
   auto* cs = new ComputeShare(region, client, group, new RealShareHost(cfg, devices, settings));
   // Every visible device's group slot is taken now: a process that cannot
   // be governed must not start (it would run uncapped).
   for (int v = 0; v < devices.count(); ++v) {
-    if (!cs->Join(NodeDevice(devices.ToOrdinal(VisibleIndex(v))).value(), &error)) {
+    Status joined = cs->Join(NodeDevice(devices.ToOrdinal(VisibleIndex(v))).value());
+    if (!joined.ok()) {
       region->Unregister(client);  // the object is left behind: its accountant may run
-      return Status::Error(ErrorCode::kBusy, error);
+      return Status::Error(ErrorCode::kBusy, std::move(joined.message));
     }
   }
   GroupParams p = settings.ParamsFor(cfg.EffectivePolicyFor(0), 0);

@@ -40,8 +40,8 @@ nvmlReturn_t BuildView() {
   }
   // A limit list that does not match the devices would read as a 0 limit and
   // lower the whole group's quota: fail closed, as cuInit does.
-  if (std::string error; !cfg.ValidateAgainstDeviceCount(static_cast<int>(items.size()), &error)) {
-    ReportFatal(error);
+  if (Status s = cfg.ValidateAgainstDeviceCount(static_cast<int>(items.size())); !s.ok()) {
+    ReportFatal(s.message);
     return v.status = NVML_ERROR_UNINITIALIZED;
   }
   v.handles.clear();

@@ -77,11 +77,6 @@ Runtime::DriverMechanisms& Runtime::Mechanisms() {
 vmm::Manager& Runtime::vmm() { return Mechanisms().vmm; }
 residency::Engine& Runtime::residency() { return Mechanisms().residency; }
 
-Runtime& Runtime::Get() {
-  static Runtime* rt = new Runtime();  // never destroyed: hooks may run during exit
-  return *rt;
-}
-
 Runtime::Runtime()
     : accounting_(AccountingObservers{
           .refused = [this](int device, uint64_t bytes) { ReportRefusal(device, bytes); },

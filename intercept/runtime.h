@@ -32,7 +32,12 @@ namespace vgpu {
 
 class Runtime {
  public:
-  static Runtime& Get();
+  // Inline: every launch and copy reads share() through it, so the guard
+  // check is inlined there rather than a call away.
+  static Runtime& Get() {
+    static Runtime* rt = new Runtime();  // never destroyed: hooks may run during exit
+    return *rt;
+  }
 
   const Config& config() const { return config_; }
   bool config_ok() const { return config_error_.empty(); }

@@ -220,14 +220,13 @@ Result<std::unique_ptr<QuotaLedger>> QuotaLedger::Open(const std::string& group,
                                                 group.substr(0, kMaxGroupName) +
                                                 "\": use at most 100 of [A-Za-z0-9._-]");
   }
-  std::string error;
-  ShmRegionMapping m = OpenShmRegion({.name = ShmName(group),
-                                      .what = "quota ledger",
-                                      .magic = kLedgerMagic,
-                                      .version = kLedgerVersion,
-                                      .bytes = sizeof(LedgerRegion)},
-                                     &error);
-  if (m.addr == nullptr) return Status::Error(ErrorCode::kIo, error);
+  Result<ShmRegionMapping> opened = OpenShmRegion({.name = ShmName(group),
+                                                   .what = "quota ledger",
+                                                   .magic = kLedgerMagic,
+                                                   .version = kLedgerVersion,
+                                                   .bytes = sizeof(LedgerRegion)});
+  if (!opened.ok()) return opened.status();
+  const ShmRegionMapping& m = opened.value();
   ledger->region_ = static_cast<LedgerRegion*>(m.addr);
   if (m.created) {
     InitRegion(ledger->region_, group, limits);

@@ -122,9 +122,10 @@ json Migration::Reconcile() {
     const NodeIndex now = host_->NodeOf(m.ordinal);
     MoveCharge(m, now);
     if (now == m.from) continue;
-    std::string error;
-    if (ComputeShare* cs = host_->share(); cs != nullptr && !cs->Join(now.value(), &error)) {
-      VGPU_LOG(kWarn, "migration: compute share on the target: {}", error.c_str());
+    if (ComputeShare* cs = host_->share(); cs != nullptr) {
+      if (Status s = cs->Join(now.value()); !s.ok()) {
+        VGPU_LOG(kWarn, "migration: compute share on the target: {}", s.message.c_str());
+      }
     }
     moved.push_back({{"from", UuidOf(m.from)}, {"to", UuidOf(now)}, {"bytes", m.bytes}});
   }

@@ -36,33 +36,39 @@ bool ComputeShare::UpdateParams(int device, const GroupParams& params) {
   return region_->SetGroupParams(device, group_name_, params);
 }
 
-bool ComputeShare::Join(int device, std::string* error) {
-  if (device < 0) return true;
+Status ComputeShare::Join(int device) {
+  if (device < 0) return Status::Ok();
   if (device >= kSchedDevices) {  // launches there would pass the gate ungoverned
     GroupParams params;
-    if (!host_->ParamsFor(device, &params)) return true;
-    if (error != nullptr) {
-      *error = "physical device " + std::to_string(device) + " is beyond the compute scheduler's " +
-               std::to_string(kSchedDevices) + " devices";
-    }
-    return false;
+    if (!host_->ParamsFor(device, &params)) return Status::Ok();
+    return Status::Error(ErrorCode::kNoSys, "physical device " + std::to_string(device) +
+                                                " is beyond the compute scheduler's " +
+                                                std::to_string(kSchedDevices) + " devices");
   }
-  return EnsureJoined(device, error) || dev_[device].group.load() == kNotGoverned;
+  Status s = EnsureJoined(device);
+  return s.code == ErrorCode::kNoEnt ? Status::Ok() : s;
 }
 
-bool ComputeShare::EnsureJoined(int device, std::string* error) {
+// The outcome of an earlier join, as EnsureJoined reports it (no message: no
+// allocation on the launch path).
+Status ComputeShare::JoinedStatus(int group) {
+  if (group >= 0) return Status::Ok();
+  return Status::Error(group == kNotGoverned ? ErrorCode::kNoEnt : ErrorCode::kBusy, {});
+}
+
+Status ComputeShare::EnsureJoined(int device) {
   PerDevice& s = dev_[device];
   int g = s.group.load(std::memory_order_acquire);
-  if (g != kNotJoined) return g >= 0;
+  if (g != kNotJoined) return JoinedStatus(g);
   std::lock_guard<std::mutex> lock(join_mu_);
-  if (s.group.load() != kNotJoined) return s.group.load() >= 0;
+  if (s.group.load() != kNotJoined) return JoinedStatus(s.group.load());
   // Start joins every governed device (and fails cuInit if it cannot); a
   // later failure is remembered so launches do not retry a shared-memory
   // scan each.
   GroupParams params;
   if (!host_->ParamsFor(device, &params)) {
     s.group.store(kNotGoverned, std::memory_order_release);  // no cap on this device
-    return false;
+    return JoinedStatus(kNotGoverned);
   }
   std::string why;
   g = region_->JoinGroup(device, client_, group_name_, params, host_->NowNs());
@@ -75,11 +81,11 @@ bool ComputeShare::EnsureJoined(int device, std::string* error) {
   }
   if (!why.empty()) {
     host_->Warn("compute share: " + why);
-    if (error != nullptr) *error = why;
-    g = kJoinFailed;
+    s.group.store(kJoinFailed, std::memory_order_release);
+    return Status::Error(ErrorCode::kBusy, std::move(why));
   }
   s.group.store(g, std::memory_order_release);
-  return g >= 0;
+  return Status::Ok();
 }
 
 void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
@@ -103,7 +109,7 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
 }
 
 ComputeShare::GateTry ComputeShare::TryAdmit(int device, CUcontext ctx, CUstream stream) {
-  if (device < 0 || !EnsureJoined(device)) return {Admission::kAdmitted, 0};  // not governed
+  if (device < 0 || !EnsureJoined(device).ok()) return {Admission::kAdmitted, 0};  // not governed
   PerDevice& s = dev_[device];
   CUcontext none = nullptr;
   s.ctx.compare_exchange_strong(none, ctx);

@@ -57,8 +57,10 @@ class ComputeShare {
 
   // Joins the group's slot on physical device `device` now (Start does it for
   // every governed device, so that a full group table fails cuInit instead of
-  // leaving launches ungoverned). False with a one-line reason on failure.
-  bool Join(int device, std::string* error);
+  // leaving launches ungoverned). OK also where the device is not governed;
+  // kBusy (group table full, accountant not started) or kNoSys (beyond the
+  // scheduler's devices) with a one-line reason on failure.
+  Status Join(int device);
 
   // A process's compute share as client `client` of `region`, in group
   // `group`. `host` outlives it.
@@ -133,7 +135,10 @@ class ComputeShare {
 
   void SlowGate(int device, CUcontext ctx, CUstream stream);
   bool TakeLease(int device, uint32_t* gen);
-  bool EnsureJoined(int device, std::string* error = nullptr);
+  // OK: joined. kNoEnt: the device is not governed. kBusy: the join failed
+  // (now, with the reason; or before, without one: no allocation per launch).
+  Status EnsureJoined(int device);
+  static Status JoinedStatus(int group);
   void AccountantLoop();
   bool Tick(int device, uint64_t now);
   void Retire(int device, uint64_t launched);

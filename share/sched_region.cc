@@ -143,9 +143,9 @@ Result<std::unique_ptr<SchedRegion>> SchedRegion::Open(const std::string& name) 
                      .bytes = sizeof(SchedLayout),
                      .node_wide = true,
                      .keep_fd = true};
-  std::string error;
-  ShmRegionMapping m = OpenShmRegion(spec, &error);
-  if (m.addr == nullptr) return Status::Error(ErrorCode::kIo, error);
+  Result<ShmRegionMapping> opened = OpenShmRegion(spec);
+  if (!opened.ok()) return opened.status();
+  const ShmRegionMapping& m = opened.value();
   std::unique_ptr<SchedRegion> r(new SchedRegion());
   r->layout_ = static_cast<SchedLayout*>(m.addr);
   r->bytes_ = sizeof(SchedLayout);
@@ -164,7 +164,7 @@ SchedRegion::~SchedRegion() {
   if (fd_ >= 0) close(fd_);
 }
 
-int SchedRegion::LockFd(std::string* why) {
+Result<int> SchedRegion::LockFd() {
   std::lock_guard<std::mutex> lock(g_lock_fd_mutex);
   if (lock_entry_ >= 0) {
     int v = g_lock_fds[lock_entry_].load();
@@ -175,23 +175,22 @@ int SchedRegion::LockFd(std::string* why) {
   const std::string path = "/proc/self/fd/" + std::to_string(fd_);
   int fd = fd_ < 0 ? -1 : open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    if (why != nullptr)
-      *why = "cannot reopen the scheduler region (" + path + "): " + std::strerror(errno);
-    return -1;
+    return Status::Error(ErrorCode::kIo, "cannot reopen the scheduler region (" + path +
+                                             "): " + std::strerror(errno));
   }
   if (lock_entry_ >= 0) {
     g_lock_fds[lock_entry_].store(fd + 1);  // the entry this fork()ed child's copy left
   } else if ((lock_entry_ = AddLockEntry(fd)) < 0) {
     close(fd);
-    if (why != nullptr) *why = "too many scheduler regions open in this process";
-    return -1;
+    return Status::Error(ErrorCode::kIo, "too many scheduler regions open in this process");
   }
   return fd;
 }
 
-int SchedRegion::RegisterClient(pid_t pid, std::string* why) {
-  const int lock_fd = LockFd(why);
-  if (lock_fd < 0) return -1;
+Result<int> SchedRegion::RegisterClient(pid_t pid) {
+  Result<int> locks = LockFd();
+  if (!locks.ok()) return locks.status();
+  const int lock_fd = locks.value();
   const uint64_t ns = PidNamespaceId();
   for (int pass = 0; pass < 2; ++pass) {
     for (int c = 0; c < kSchedClients; ++c) {
@@ -203,9 +202,8 @@ int SchedRegion::RegisterClient(pid_t pid, std::string* why) {
         const int err = errno;
         cl.pid.store(0, std::memory_order_release);
         if (err == EAGAIN || err == EACCES) continue;  // a stalled unregister still holds it
-        if (why != nullptr)
-          *why = std::string("cannot lock a scheduler slot: ") + std::strerror(err);
-        return -1;
+        return Status::Error(ErrorCode::kIo,
+                             std::string("cannot lock a scheduler slot: ") + std::strerror(err));
       }
       {
         std::lock_guard<std::mutex> lock(g_lock_fd_mutex);
@@ -220,7 +218,7 @@ int SchedRegion::RegisterClient(pid_t pid, std::string* why) {
     }
     ReapDead();
   }
-  return -1;
+  return Status::Error(ErrorCode::kBusy, "the client table is full");
 }
 
 int SchedRegion::JoinGroup(int device, int client, const std::string& name,

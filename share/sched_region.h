@@ -140,12 +140,12 @@ class SchedRegion {
   SchedClient& client(int c) const { return layout_->clients[c]; }
   const SchedTuning& tuning() const { return tuning_; }
 
-  // A client slot for this process, -1 if the table is full or (with *why
-  // set) its liveness lock cannot be taken. The slot is locked through a
-  // descriptor of this process's own (close-on-exec, closed in fork()ed
-  // children): it reads alive until the process exits or execs, whatever
-  // pid namespace it and its readers are in.
-  int RegisterClient(pid_t pid, std::string* why = nullptr);
+  // A client slot for this process; kBusy if the table is full, kIo with a
+  // one-line reason if its liveness lock cannot be taken. The slot is locked
+  // through a descriptor of this process's own (close-on-exec, closed in
+  // fork()ed children): it reads alive until the process exits or execs,
+  // whatever pid namespace it and its readers are in.
+  Result<int> RegisterClient(pid_t pid);
   // The group slot for (device, name), created if needed; params applied.
   // With the table full, slots of groups no live process is in (idle for
   // tuning().group_reclaim_idle_ns) are freed first. -1 if none is.
@@ -233,8 +233,9 @@ class SchedRegion {
   bool MakeRoom(int device, uint64_t now, bool steal);
   GroupSet FreeGroups(int device, GroupSet candidates, uint64_t now, uint64_t idle_ns, bool steal);
 
-  // The descriptor of this process's liveness locks (-1: none or closed).
-  int LockFd(std::string* why);
+  // The descriptor of this process's liveness locks; kIo with a one-line
+  // reason if it cannot be had.
+  Result<int> LockFd();
 
   SchedLayout* layout_ = nullptr;
   size_t bytes_ = 0;

@@ -113,10 +113,10 @@ class Ceiling {
 
 }  // namespace
 
-bool ApplyCeilingFile(const std::string& path, LoadState* user, std::string* error) {
+Status ApplyCeilingFile(const std::string& path, LoadState* user) {
   auto admin = std::make_shared<Config>();
   LoadState ast{admin.get()};
-  if (!ApplyJsonFile(path, &ast, error, kAdminFileKind)) return false;
+  if (Status s = ApplyJsonFile(path, &ast, kAdminFileKind); !s.ok()) return s;
   Config* u = user->cfg;
   Ceiling c(path, user, &ast);
   c.Fix("VGPU_GROUP", u->group != admin->group, [&] { u->group = admin->group; });
@@ -135,7 +135,7 @@ bool ApplyCeilingFile(const std::string& path, LoadState* user, std::string* err
     u->configured = u->configured || (ast.set[i] && OptionTable()[i].policy);
   }
   u->ceilings.push_back({c.source(), std::move(admin)});
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace vgpu::config_internal

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/config/option_table.h"
+#include "common/status.h"
 
 namespace vgpu::config_internal {
 
@@ -14,8 +15,8 @@ inline constexpr const char* kAdminFileKind = "admin file";
 // has loaded: fixed options (group, devices, scheduler region, compute policy)
 // take the admin's value; limit, share, weight and priority keep the tenant's
 // only where it is tighter. Each tenant value refused is a line in
-// user->cfg->refusals. False with a one-line message if the file is malformed
-// (the caller fails closed).
-bool ApplyCeilingFile(const std::string& path, LoadState* user, std::string* error);
+// user->cfg->refusals. An error with a one-line message if the file is
+// malformed (the caller fails closed).
+Status ApplyCeilingFile(const std::string& path, LoadState* user);
 
 }  // namespace vgpu::config_internal

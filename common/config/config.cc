@@ -48,26 +48,25 @@ Input EnvInput(const std::string& name, const char* value, Kind kind) {
   return in;
 }
 
-bool ApplyEnvOption(size_t option, const EnvLookup& getenv_fn, LoadState* st, std::string* error) {
+Status ApplyEnvOption(size_t option, const EnvLookup& getenv_fn, LoadState* st) {
   const OptionSpec& spec = OptionTable()[option];
   std::string name = FindEnvName(spec, getenv_fn);
-  if (name.empty()) return true;
-  return Apply(option, EnvInput(name, getenv_fn(name.c_str()), spec.kind), st, error);
+  if (name.empty()) return Status::Ok();
+  return Apply(option, EnvInput(name, getenv_fn(name.c_str()), spec.kind), st);
 }
 
 // NAME_<i> for i in 0..15, and a rejection of any other NAME_* that is set.
-bool ApplyIndexedAlias(size_t option, const std::string& alias, const EnvLookup& getenv_fn,
-                       const std::vector<std::string>& env_names, LoadState* st,
-                       std::string* error) {
+Status ApplyIndexedAlias(size_t option, const std::string& alias, const EnvLookup& getenv_fn,
+                         const std::vector<std::string>& env_names, LoadState* st) {
   const OptionSpec& spec = OptionTable()[option];
   const std::string prefix = alias.substr(0, alias.size() - 3);  // "NAME_"
   for (const auto& name : env_names) {
     int index = 0;
     if (name.compare(0, prefix.size(), prefix) != 0 || getenv_fn(name.c_str()) == nullptr) continue;
     if (!ParseIndex(name.substr(prefix.size()), Config::kMaxDevices - 1, &index)) {
-      *error = Printable(name) + " is not a per-device variable: the suffix after " + prefix +
-               " must be a device index 0..15";
-      return false;
+      return Status::Error(ErrorCode::kInval,
+                           Printable(name) + " is not a per-device variable: the suffix after " +
+                               prefix + " must be a device index 0..15");
     }
   }
   for (int i = 0; i < Config::kMaxDevices; ++i) {
@@ -75,20 +74,19 @@ bool ApplyIndexedAlias(size_t option, const std::string& alias, const EnvLookup&
     const char* value = getenv_fn(name.c_str());
     if (value == nullptr) continue;
     const Input in = EnvInput(name, value, Kind::kScalar);
-    if (!spec.parse_indexed(i, in, st->cfg, error)) return false;
+    if (Status s = spec.parse_indexed(i, in, st->cfg); !s.ok()) return s;
     MarkSet(option, in, st);
   }
-  return true;
+  return Status::Ok();
 }
 
-bool ApplyIndexedAliases(size_t option, const EnvLookup& getenv_fn,
-                         const std::vector<std::string>& env_names, LoadState* st,
-                         std::string* error) {
+Status ApplyIndexedAliases(size_t option, const EnvLookup& getenv_fn,
+                           const std::vector<std::string>& env_names, LoadState* st) {
   for (const auto& alias : AliasList(OptionTable()[option])) {
     if (!IsIndexedAlias(alias)) continue;
-    if (!ApplyIndexedAlias(option, alias, getenv_fn, env_names, st, error)) return false;
+    if (Status s = ApplyIndexedAlias(option, alias, getenv_fn, env_names, st); !s.ok()) return s;
   }
-  return true;
+  return Status::Ok();
 }
 
 // --- the whole ---
@@ -102,36 +100,45 @@ std::vector<std::string> EnvironNames() {
   return names;
 }
 
-bool LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>& env_names,
-                      const char* fallback_file, std::span<const char* const> admin_files,
-                      Config* out, std::string* error) {
+Status LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::string>& env_names,
+                        const char* fallback_file, std::span<const char* const> admin_files,
+                        Config* out) {
   LoadState st{out};
   const auto table = OptionTable();
   const size_t config_option = OptionIndex("VGPU_CONFIG");
   // The file first (lowest precedence after the defaults), then the environment.
-  if (!ApplyEnvOption(config_option, getenv_fn, &st, error)) return false;
+  if (Status s = ApplyEnvOption(config_option, getenv_fn, &st); !s.ok()) return s;
   if (getenv_fn("VGPU_CONFIG") == nullptr && fallback_file != nullptr &&
       access(fallback_file, F_OK) == 0) {
     out->config_file = fallback_file;
   }
-  if (!out->config_file.empty() && !ApplyJsonFile(out->config_file, &st, error)) return false;
+  if (!out->config_file.empty()) {
+    if (Status s = ApplyJsonFile(out->config_file, &st); !s.ok()) return s;
+  }
   for (size_t i = 0; i < table.size(); ++i) {
-    if (i != config_option && !ApplyEnvOption(i, getenv_fn, &st, error)) return false;
-    if (!ApplyIndexedAliases(i, getenv_fn, env_names, &st, error)) return false;
+    Status s = i != config_option ? ApplyEnvOption(i, getenv_fn, &st) : Status::Ok();
+    if (!s.ok()) return s;
+    s = ApplyIndexedAliases(i, getenv_fn, env_names, &st);
+    if (!s.ok()) return s;
   }
   for (size_t i = 0; i < table.size(); ++i) {
     out->configured = out->configured || (st.set[i] && table[i].policy);
   }
   for (const char* path : admin_files) {
     if (path == nullptr || access(path, F_OK) != 0) continue;
-    if (!config_internal::ApplyCeilingFile(path, &st, error)) return false;
+    if (Status s = config_internal::ApplyCeilingFile(path, &st); !s.ok()) return s;
   }
   out->origins = st.origin;
   out->texts = st.text;
   for (std::string& o : out->origins) {
     if (o.empty()) o = "default";
   }
-  return true;
+  return Status::Ok();
+}
+
+// The message every load failure that is not the configuration's own says.
+Status InternalError() {
+  return Status::Error(ErrorCode::kIo, "vgpu configuration could not be read (internal error)");
 }
 
 }  // namespace
@@ -180,19 +187,18 @@ uint64_t Config::RequestedLimitFor(int visible_index) const {
   return memory_limits[visible_index];
 }
 
-bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) const {
+Status Config::ValidateAgainstDeviceCount(int device_count) const {
   for (const ConfigCeiling& c : ceilings) {
-    if (!c.limits->ValidateAgainstDeviceCount(device_count, error)) {
-      *error = c.source + ": " + *error;
-      return false;
+    if (Status s = c.limits->ValidateAgainstDeviceCount(device_count); !s.ok()) {
+      return Status::Error(s.code, c.source + ": " + s.message);
     }
   }
   std::string n = std::to_string(device_count);
   if (!memory_limits.empty() && memory_limits.size() != static_cast<size_t>(device_count)) {
-    *error = memory_limit_source + " lists " + std::to_string(memory_limits.size()) +
-             " limits but the process sees " + n +
-             " devices: give one limit for all devices or exactly one per device";
-    return false;
+    return Status::Error(ErrorCode::kInval,
+                         memory_limit_source + " lists " + std::to_string(memory_limits.size()) +
+                             " limits but the process sees " + n +
+                             " devices: give one limit for all devices or exactly one per device");
   }
   std::vector<std::pair<const char*, int>> indexed;
   for (const auto& entry : memory_limit_by_index) {
@@ -203,44 +209,54 @@ bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) co
   }
   for (const auto& [prefix, index] : indexed) {
     if (index >= device_count) {
-      *error = prefix + std::to_string(index) + " is set but the process sees only " + n +
-               " devices (indices 0.." + std::to_string(device_count - 1) + ")";
-      return false;
+      return Status::Error(ErrorCode::kInval, prefix + std::to_string(index) +
+                                                  " is set but the process sees only " + n +
+                                                  " devices (indices 0.." +
+                                                  std::to_string(device_count - 1) + ")");
     }
   }
-  return true;
+  return Status::Ok();
 }
 
-bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out, std::string* error) {
+Status LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out) {
   try {
     const size_t option = OptionIndex(env);
     if (option < OptionTable().size()) {
       LoadState st{out};
-      return ApplyEnvOption(option, getenv_fn, &st, error);
+      return ApplyEnvOption(option, getenv_fn, &st);
     }
-    *error = std::string("unknown option ") + env;
+    return Status::Error(ErrorCode::kInval, std::string("unknown option ") + env);
   } catch (...) {
-    *error = "vgpu configuration could not be read (internal error)";
+    return InternalError();
   }
-  return false;
 }
 
-bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
-                const std::vector<std::string>* env_names, const char* fallback_file,
-                std::span<const char* const> admin_files) {
+Status LoadConfig(const EnvLookup& getenv_fn, Config* out,
+                  const std::vector<std::string>* env_names, const char* fallback_file,
+                  std::span<const char* const> admin_files) {
   try {
     *out = Config{};
-    bool ok =
-        env_names != nullptr
-            ? LoadConfigOrFail(getenv_fn, *env_names, fallback_file, admin_files, out, error)
-            : LoadConfigOrFail(getenv_fn, EnvironNames(), fallback_file, admin_files, out, error);
-    if (!ok) *out = Config{};
-    return ok;
+    Status s = env_names != nullptr
+                   ? LoadConfigOrFail(getenv_fn, *env_names, fallback_file, admin_files, out)
+                   : LoadConfigOrFail(getenv_fn, EnvironNames(), fallback_file, admin_files, out);
+    if (!s.ok()) *out = Config{};
+    return s;
   } catch (...) {
     // Nothing may escape into the application (bad_alloc, a throwing getenv_fn).
-    *error = "vgpu configuration could not be read (internal error)";
-    return false;
+    return InternalError();
   }
+}
+
+bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error) {
+  Status s = LoadConfig(getenv_fn, out);
+  if (!s.ok()) *error = std::move(s.message);
+  return s.ok();
+}
+
+bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) const {
+  Status s = ValidateAgainstDeviceCount(device_count);
+  if (!s.ok()) *error = std::move(s.message);
+  return s.ok();
 }
 
 Config::ComputePolicy Config::EffectivePolicy() const {

@@ -25,6 +25,7 @@
 
 #include "common/container_paths.h"
 #include "common/log.h"
+#include "common/status.h"
 
 namespace vgpu {
 
@@ -130,8 +131,10 @@ struct Config {
   // Checks the per-device settings against the number of devices the process
   // sees: a VGPU_DEVICE_MEMORY_LIMIT list must have exactly that many values,
   // and CUDA_DEVICE_MEMORY_LIMIT_<i> / CUDA_DEVICE_SM_LIMIT_<i> must name one
-  // of them. False with a
-  // one-line message otherwise.
+  // of them. kInval with a one-line message otherwise.
+  Status ValidateAgainstDeviceCount(int device_count) const;
+  // Transitional: the old form, for intercept/runtime.cc until it takes the
+  // Status (it is being rewritten elsewhere). Do not use in new code.
   bool ValidateAgainstDeviceCount(int device_count, std::string* error) const;
 };
 
@@ -161,8 +164,9 @@ std::vector<std::string> ProcessAliases(const OptionInfo& o);
 // tests scrub these so that the caller's shell cannot change what they measure.
 bool IsConfigVariable(const std::string& name);
 
-// Reads the configuration. `getenv` is injectable for tests. Returns false
-// with a one-line message naming the offending variable or key; never throws.
+// Reads the configuration. `getenv` is injectable for tests. Returns an error
+// with a one-line message naming the offending variable or key (kInval for a
+// malformed value, kNoEnt/kIo for a file that cannot be read); never throws.
 // `env_names` lists the names of the variables in the environment, used only
 // to reject malformed indexed names (CUDA_DEVICE_MEMORY_LIMIT_x); null: the
 // names in `environ`. A name counts as set only if getenv_fn returns non-null.
@@ -172,15 +176,19 @@ using EnvLookup = std::function<const char*(const char*)>;
 // so that a process which cleared its environment (and still loads libvgpu
 // through /etc/ld.so.preload) keeps the container's limits (tests: a
 // temporary file; nullptr: none).
-bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error,
-                const std::vector<std::string>* env_names = nullptr,
-                const char* fallback_file = kContainerConfigFile,
-                std::span<const char* const> admin_files = kAdminConfigFiles);
+Status LoadConfig(const EnvLookup& getenv_fn, Config* out,
+                  const std::vector<std::string>* env_names = nullptr,
+                  const char* fallback_file = kContainerConfigFile,
+                  std::span<const char* const> admin_files = kAdminConfigFiles);
+// Transitional: the old form (false and *error), for intercept/runtime.cc
+// until it takes the Status (it is being rewritten elsewhere). Do not use in
+// new code.
+bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error);
 
 // Reads one option (`env`, its VGPU_* name) from the environment alone, into
 // the fields of *out it owns: for vgpuctl and the control library, which need
 // VGPU_RUN_DIR but must not fail on a malformed libvgpu option they do not
 // use. Same parser and messages as LoadConfig; never throws.
-bool LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out, std::string* error);
+Status LoadEnvOption(const char* env, const EnvLookup& getenv_fn, Config* out);
 
 }  // namespace vgpu

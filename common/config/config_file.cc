@@ -33,31 +33,32 @@ struct FileName {
 // FIFO (which would wait for a writer for ever, inside cuInit) from blocking;
 // the type is checked on the opened descriptor, so a swap after a stat cannot
 // slip a FIFO or a device in.
-FILE* OpenRegularFile(const std::string& path, const FileName& name, std::string* error) {
+Result<FILE*> OpenRegularFile(const std::string& path, const FileName& name) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
-    *error = name.Named() + " cannot be read: " + std::strerror(errno);
-    return nullptr;
+    const ErrorCode code = errno == ENOENT ? ErrorCode::kNoEnt : ErrorCode::kIo;
+    return Status::Error(code, name.Named() + " cannot be read: " + std::strerror(errno));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = name.Named() + " is not a regular file";
     ::close(fd);
-    return nullptr;
+    return Status::Error(ErrorCode::kInval, name.Named() + " is not a regular file");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   FILE* f = ::fdopen(fd, "r");
   if (f == nullptr) {
-    *error = name.Named() + " cannot be read: " + std::strerror(errno);
+    Status s =
+        Status::Error(ErrorCode::kIo, name.Named() + " cannot be read: " + std::strerror(errno));
     ::close(fd);
+    return s;
   }
   return f;
 }
 
-bool ReadFile(const std::string& path, const FileName& name, std::string* text,
-              std::string* error) {
-  FILE* f = OpenRegularFile(path, name, error);
-  if (f == nullptr) return false;
+Status ReadFile(const std::string& path, const FileName& name, std::string* text) {
+  Result<FILE*> opened = OpenRegularFile(path, name);
+  if (!opened.ok()) return opened.status();
+  FILE* f = opened.value();
   char buf[4096];
   size_t n = 0;
   errno = 0;
@@ -67,18 +68,17 @@ bool ReadFile(const std::string& path, const FileName& name, std::string* text,
   int read_errno = std::ferror(f) != 0 ? (errno != 0 ? errno : EIO) : 0;
   std::fclose(f);
   if (read_errno != 0) {
-    *error = name.Named() + " cannot be read: " + std::strerror(read_errno);
-    return false;
+    return Status::Error(ErrorCode::kIo,
+                         name.Named() + " cannot be read: " + std::strerror(read_errno));
   }
   if (text->size() > kMaxConfigFileBytes) {
-    *error = name.Source() + " is larger than 1 MiB";
-    return false;
+    return Status::Error(ErrorCode::kTooBig, name.Source() + " is larger than 1 MiB");
   }
-  return true;
+  return Status::Ok();
 }
 
 // Parses `text` as one JSON object whose keys appear once each.
-bool ParseJsonObject(const FileName& name, const std::string& text, Json* out, std::string* error) {
+Status ParseJsonObject(const FileName& name, const std::string& text, Json* out) {
   std::string duplicate;
   auto callback = [&duplicate, seen = std::set<std::string>()](int depth, Json::parse_event_t event,
                                                                Json& parsed) mutable {
@@ -91,18 +91,18 @@ bool ParseJsonObject(const FileName& name, const std::string& text, Json* out, s
   try {
     *out = Json::parse(text, callback);
   } catch (const std::exception& e) {
-    *error = name.Source() + " is not valid JSON: " + Printable(e.what(), 400);
-    return false;
+    return Status::Error(ErrorCode::kInval,
+                         name.Source() + " is not valid JSON: " + Printable(e.what(), 400));
   }
   if (!out->is_object()) {
-    *error = name.Source() + " must hold a JSON object, e.g. {\"group\": \"job42\"}";
-    return false;
+    return Status::Error(ErrorCode::kInval,
+                         name.Source() + " must hold a JSON object, e.g. {\"group\": \"job42\"}");
   }
   if (!duplicate.empty()) {
-    *error = name.Source() + " has key '" + Printable(duplicate) + "' twice";
-    return false;
+    return Status::Error(ErrorCode::kInval,
+                         name.Source() + " has key '" + Printable(duplicate) + "' twice");
   }
-  return true;
+  return Status::Ok();
 }
 
 std::string JsonKeyList() {
@@ -165,36 +165,35 @@ std::string JsonTypeExpected(Kind kind) {
                              : "a string";
 }
 
-bool ApplyJsonKey(const FileName& name, const std::string& key, const Json& value, LoadState* st,
-                  std::string* error) {
+Status ApplyJsonKey(const FileName& name, const std::string& key, const Json& value,
+                    LoadState* st) {
   int option = OptionForJsonKey(key);
   std::string source = name.Source();
   if (option < 0) {
-    *error = source + " has unknown key '" + Printable(key) + "': expected " + JsonKeyList();
-    return false;
+    return Status::Error(ErrorCode::kInval, source + " has unknown key '" + Printable(key) +
+                                                "': expected " + JsonKeyList());
   }
   const OptionSpec& spec = OptionTable()[option];
   Input in{source + ": " + key, "", {}};
   if (!JsonInput(spec, value, &in)) {
-    *error = source + ": " + key + " is " + value.type_name() + ": expected " +
-             JsonTypeExpected(spec.kind);
-    return false;
+    return Status::Error(ErrorCode::kInval, source + ": " + key + " is " + value.type_name() +
+                                                ": expected " + JsonTypeExpected(spec.kind));
   }
-  return Apply(static_cast<size_t>(option), std::move(in), st, error);
+  return Apply(static_cast<size_t>(option), std::move(in), st);
 }
 
 }  // namespace
 
-bool ApplyJsonFile(const std::string& path, LoadState* st, std::string* error, const char* kind) {
+Status ApplyJsonFile(const std::string& path, LoadState* st, const char* kind) {
   const FileName name{kind, Printable(path)};
   std::string text;
   Json root;
-  if (!ReadFile(path, name, &text, error) || !ParseJsonObject(name, text, &root, error))
-    return false;
+  if (Status s = ReadFile(path, name, &text); !s.ok()) return s;
+  if (Status s = ParseJsonObject(name, text, &root); !s.ok()) return s;
   for (const auto& [key, value] : root.items()) {
-    if (!ApplyJsonKey(name, key, value, st, error)) return false;
+    if (Status s = ApplyJsonKey(name, key, value, st); !s.ok()) return s;
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace vgpu::config_internal

@@ -9,12 +9,13 @@
 
 #include "common/config/config.h"
 #include "common/config/value_parsers.h"
+#include "common/status.h"
 
 namespace vgpu::config_internal {
 
-using ParseFn = bool (*)(const Input& in, Config* cfg, std::string* error);
+using ParseFn = Status (*)(const Input& in, Config* cfg);
 // For an alias NAME_<i>: the value for visible device `index`.
-using IndexedParseFn = bool (*)(int index, const Input& in, Config* cfg, std::string* error);
+using IndexedParseFn = Status (*)(int index, const Input& in, Config* cfg);
 
 // How a value is written: a scalar is one string; a list is comma-separated in
 // the environment and a string or an array of strings/integers in JSON.
@@ -53,6 +54,6 @@ struct LoadState {
 void MarkSet(size_t option, const Input& in, LoadState* st);
 
 // Parses `in` as table entry `option` into st->cfg and marks it set.
-bool Apply(size_t option, Input in, LoadState* st, std::string* error);
+Status Apply(size_t option, Input in, LoadState* st);
 
 }  // namespace vgpu::config_internal

@@ -18,87 +18,85 @@ constexpr size_t kMaxGroupChars = 100;
 // ---------------------------------------------------------------------------
 // VGPU_VISIBLE_DEVICES
 
-bool ParseDeviceId(const Input& in, const std::string& item, std::string* out, std::string* error) {
+Status ParseDeviceId(const Input& in, const std::string& item, std::string* out) {
   int index = 0;
   if (ParseIndex(item, Config::kMaxDevices - 1, &index)) {
     *out = std::to_string(index);
-    return true;
+    return Status::Ok();
   }
-  if (ParseUuid(item, out)) return true;
+  if (ParseUuid(item, out)) return Status::Ok();
   if (Lower(item.substr(0, 4)) == "mig-") {
     return FailItem(in, item,
                     "is a MIG device, which vgpu does not virtualize: give GPU indices or "
-                    "GPU-... UUIDs",
-                    error);
+                    "GPU-... UUIDs");
   }
   return FailItem(in, item,
                   "is not a device: expected a comma-separated list of indices 0..15 or UUIDs "
-                  "like GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c",
-                  error);
+                  "like GPU-8c6e1a2b-0f3d-4e5a-9b7c-1d2e3f4a5b6c");
 }
 
-bool ParseVisibleDevices(const Input& in, Config* cfg, std::string* error) {
+Status ParseVisibleDevices(const Input& in, Config* cfg) {
   if (in.items.size() > Config::kMaxDevices) {
-    return Fail(in, "lists more than 16 devices", error);
+    return Fail(in, "lists more than 16 devices");
   }
   std::vector<std::string> ids;
   for (const auto& item : in.items) {
     std::string id;
-    if (!ParseDeviceId(in, item, &id, error)) return false;
+    if (Status s = ParseDeviceId(in, item, &id); !s.ok()) return s;
     if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
-      return FailItem(in, item, "is listed twice: each device may appear once", error);
+      return FailItem(in, item, "is listed twice: each device may appear once");
     }
     ids.push_back(id);
   }
   cfg->visible_devices = std::move(ids);
   cfg->visible_devices_set = true;
-  return true;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
 // VGPU_DEVICE_MEMORY_LIMIT, CUDA_DEVICE_MEMORY_LIMIT, CUDA_DEVICE_MEMORY_LIMIT_<i>
 
-bool ParseMemoryLimit(const Input& in, Config* cfg, std::string* error) {
-  if (in.items.empty()) return Fail(in, std::string("is empty: ") + kSizeExpected, error);
+Status ParseMemoryLimit(const Input& in, Config* cfg) {
+  if (in.items.empty()) return Fail(in, std::string("is empty: ") + kSizeExpected);
   if (in.items.size() > Config::kMaxDevices) {
-    return Fail(in, "lists more than 16 limits", error);
+    return Fail(in, "lists more than 16 limits");
   }
   std::vector<uint64_t> limits;
   for (const auto& item : in.items) {
     uint64_t v = 0;
-    if (!ParseLimit(in, item, &v, error)) return false;
+    if (Status s = ParseLimit(in, item, &v); !s.ok()) return s;
     limits.push_back(v);
   }
   cfg->memory_limit_all = limits.size() == 1 ? limits[0] : Config::kNoLimit;
   if (limits.size() == 1) limits.clear();
   cfg->memory_limits = std::move(limits);
   cfg->memory_limit_source = in.source;
-  return true;
+  return Status::Ok();
 }
 
-bool ParseMemoryLimitForIndex(int index, const Input& in, Config* cfg, std::string* error) {
+Status ParseMemoryLimitForIndex(int index, const Input& in, Config* cfg) {
   uint64_t v = 0;
-  if (Trim(in.text).empty()) return Fail(in, std::string("is empty: ") + kSizeExpected, error);
-  if (!ParseLimit(in, in.text, &v, error)) return false;
+  if (Trim(in.text).empty()) return Fail(in, std::string("is empty: ") + kSizeExpected);
+  if (Status s = ParseLimit(in, in.text, &v); !s.ok()) return s;
   SetForIndex(&cfg->memory_limit_by_index, index, v);
-  return true;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
 // Scalars
 
-bool ParseGroup(const Input& in, Config* cfg, std::string* error) {
+Status ParseGroup(const Input& in, Config* cfg) {
   const std::string& g = in.text;
   bool ok = !g.empty() && g.size() <= kMaxGroupChars;
   for (char c : g) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
   }
-  if (!ok) return Fail(in, "is not a group name: use 1-100 characters from [A-Za-z0-9._-]", error);
+  if (!ok) return Fail(in, "is not a group name: use 1-100 characters from [A-Za-z0-9._-]");
   cfg->group = g;
-  return true;
+  return Status::Ok();
 }
 
-bool ParseLogLevel(const Input& in, Config* cfg, std::string* error) {
+Status ParseLogLevel(const Input& in, Config* cfg) {
   static constexpr std::pair<const char*, LogLevel> kLevels[] = {
       {"off", LogLevel::kOff},   {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},
       {"info", LogLevel::kInfo}, {"debug", LogLevel::kDebug},
@@ -107,88 +105,78 @@ bool ParseLogLevel(const Input& in, Config* cfg, std::string* error) {
   for (const auto& [name, level] : kLevels) {
     if (v == name) {
       cfg->log_level = level;
-      return true;
+      return Status::Ok();
     }
   }
-  return Fail(in, "is not a log level: expected off, error, warn, info or debug", error);
+  return Fail(in, "is not a log level: expected off, error, warn, info or debug");
 }
 
-bool ParseLogFile(const Input& in, Config* cfg, std::string* error) {
+Status ParseLogFile(const Input& in, Config* cfg) {
   if (in.text.empty()) {
-    return Fail(in, "is empty: expected a file path or 'stderr' (unset it for no log)", error);
+    return Fail(in, "is empty: expected a file path or 'stderr' (unset it for no log)");
   }
-  return ParsePath(in, &cfg->log_file, error);
+  return ParsePath(in, &cfg->log_file);
 }
 
-bool ParseConfigPath(const Input& in, Config* cfg, std::string* error) {
-  return ParsePath(in, &cfg->config_file, error);
-}
+Status ParseConfigPath(const Input& in, Config* cfg) { return ParsePath(in, &cfg->config_file); }
 
-bool ParseRealLibcuda(const Input& in, Config* cfg, std::string* error) {
-  return ParsePath(in, &cfg->real_libcuda, error);
-}
+Status ParseRealLibcuda(const Input& in, Config* cfg) { return ParsePath(in, &cfg->real_libcuda); }
 
-bool ParseRealLibnvml(const Input& in, Config* cfg, std::string* error) {
-  return ParsePath(in, &cfg->real_libnvml, error);
-}
+Status ParseRealLibnvml(const Input& in, Config* cfg) { return ParsePath(in, &cfg->real_libnvml); }
 
-bool ParseRunDir(const Input& in, Config* cfg, std::string* error) {
-  return ParseOptionalDir(in, &cfg->run_dir, error);
-}
+Status ParseRunDir(const Input& in, Config* cfg) { return ParseOptionalDir(in, &cfg->run_dir); }
 
-bool ParseCheckpointDir(const Input& in, Config* cfg, std::string* error) {
-  return ParseOptionalDir(in, &cfg->checkpoint_dir, error);
+Status ParseCheckpointDir(const Input& in, Config* cfg) {
+  return ParseOptionalDir(in, &cfg->checkpoint_dir);
 }
 
 // ---------------------------------------------------------------------------
 // Compute share
 
-bool ParseComputeShare(const Input& in, Config* cfg, std::string* error) {
-  return ParseSharePermille(in, &cfg->compute_share_permille, error);
+Status ParseComputeShare(const Input& in, Config* cfg) {
+  return ParseSharePermille(in, &cfg->compute_share_permille);
 }
 
-bool ParseComputeShareForIndex(int index, const Input& in, Config* cfg, std::string* error) {
+Status ParseComputeShareForIndex(int index, const Input& in, Config* cfg) {
   uint32_t permille = 0;
-  if (!ParseSharePermille(in, &permille, error)) return false;
+  if (Status s = ParseSharePermille(in, &permille); !s.ok()) return s;
   SetForIndex(&cfg->compute_share_by_index, index, permille);
-  return true;
+  return Status::Ok();
 }
 
-bool ParseComputeWeight(const Input& in, Config* cfg, std::string* error) {
+Status ParseComputeWeight(const Input& in, Config* cfg) {
   if (!vgpu::ParseComputeWeight(in.text, &cfg->compute_weight)) {
-    return Fail(in, "is not a weight: expected an integer from 1 to 1000", error);
+    return Fail(in, "is not a weight: expected an integer from 1 to 1000");
   }
-  return true;
+  return Status::Ok();
 }
 
-bool ParseVmm(const Input& in, Config* cfg, std::string* error) {
-  return ParseSwitch(in, &cfg->vmm, error);
+Status ParseVmm(const Input& in, Config* cfg) { return ParseSwitch(in, &cfg->vmm); }
+
+Status ParseTraceAllocations(const Input& in, Config* cfg) {
+  return ParseSwitch(in, &cfg->trace_allocations);
 }
 
-bool ParseTraceAllocations(const Input& in, Config* cfg, std::string* error) {
-  return ParseSwitch(in, &cfg->trace_allocations, error);
-}
-
-bool ParsePriority(const Input& in, Config* cfg, std::string* error) {
+Status ParsePriority(const Input& in, Config* cfg) {
   std::string v = Lower(Trim(in.text));
   // HAMi-core's CUDA_TASK_PRIORITY is a number: 0 is its high priority, 1 (its
   // default) and above are lower ones. vgpu has two levels, so 0 maps to high
   // and every other level to normal.
   if (in.source == "CUDA_TASK_PRIORITY") {
     if (!IsDigits(v) || v.size() > 3) {
-      return Fail(in, "is not a HAMi task priority: expected 0 (high) or 1 (normal)", error);
+      return Fail(in, "is not a HAMi task priority: expected 0 (high) or 1 (normal)");
     }
     cfg->priority = std::strtol(v.c_str(), nullptr, 10) == 0 ? Config::Priority::kHigh
                                                              : Config::Priority::kNormal;
-    return true;
+    return Status::Ok();
   }
   if (!ParsePriorityName(v, &cfg->priority)) {
-    return Fail(in, "is not a priority: expected high, normal or low", error);
+    return Fail(in, "is not a priority: expected high, normal or low");
   }
-  return true;
+  return Status::Ok();
 }
 
-bool ParseComputePolicy(const Input& in, Config* cfg, std::string* error) {
+Status ParseComputePolicy(const Input& in, Config* cfg) {
   static constexpr std::pair<const char*, Config::ComputePolicy> kPolicies[] = {
       {"fixed", Config::ComputePolicy::kFixed},
       {"weighted", Config::ComputePolicy::kWeighted},
@@ -198,13 +186,13 @@ bool ParseComputePolicy(const Input& in, Config* cfg, std::string* error) {
   for (const auto& [name, policy] : kPolicies) {
     if (v == name) {
       cfg->compute_policy = policy;
-      return true;
+      return Status::Ok();
     }
   }
-  return Fail(in, "is not a policy: expected fixed, weighted or native", error);
+  return Fail(in, "is not a policy: expected fixed, weighted or native");
 }
 
-bool ParseSchedRegion(const Input& in, Config* cfg, std::string* error) {
+Status ParseSchedRegion(const Input& in, Config* cfg) {
   const std::string& v = in.text;
   bool ok = v.size() >= 2 && v.size() <= 100 && v[0] == '/';
   for (size_t i = 1; i < v.size(); ++i) {
@@ -212,10 +200,10 @@ bool ParseSchedRegion(const Input& in, Config* cfg, std::string* error) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
   }
   if (!ok) {
-    return Fail(in, "is not a shared-memory name: expected /name with [A-Za-z0-9._-]", error);
+    return Fail(in, "is not a shared-memory name: expected /name with [A-Za-z0-9._-]");
   }
   cfg->sched_region = v;
-  return true;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------
@@ -360,14 +348,14 @@ size_t OptionIndex(const char* env) {
   return std::size(kOptions);
 }
 
-bool Apply(size_t option, Input in, LoadState* st, std::string* error) {
+Status Apply(size_t option, Input in, LoadState* st) {
   const OptionSpec& spec = kOptions[option];
   if (spec.kind == Kind::kScalar) {
     in.items = {in.text};
   }
-  if (!spec.parse(in, st->cfg, error)) return false;
+  if (Status s = spec.parse(in, st->cfg); !s.ok()) return s;
   MarkSet(option, in, st);
-  return true;
+  return Status::Ok();
 }
 
 void MarkSet(size_t option, const Input& in, LoadState* st) {

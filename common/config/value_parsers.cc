@@ -27,15 +27,13 @@ std::string Printable(const std::string& s, size_t max_chars) {
   return out;
 }
 
-bool Fail(const Input& in, const std::string& problem, std::string* error) {
-  *error = in.source + "='" + Printable(in.text) + "' " + problem;
-  return false;
+Status Fail(const Input& in, const std::string& problem) {
+  return Status::Error(ErrorCode::kInval, in.source + "='" + Printable(in.text) + "' " + problem);
 }
 
-bool FailItem(const Input& in, const std::string& item, const std::string& problem,
-              std::string* error) {
-  if (in.items.size() <= 1) return Fail(in, problem, error);
-  return Fail(in, "has item '" + Printable(item) + "' that " + problem, error);
+Status FailItem(const Input& in, const std::string& item, const std::string& problem) {
+  if (in.items.size() <= 1) return Fail(in, problem);
+  return Fail(in, "has item '" + Printable(item) + "' that " + problem);
 }
 
 std::string Trim(const std::string& s) {
@@ -75,17 +73,16 @@ bool IsDigits(const std::string& s) {
 
 bool ParseUuid(const std::string& s, std::string* out) { return ParseGpuUuid(s, out); }
 
-bool ParseLimit(const Input& in, const std::string& item, uint64_t* out, std::string* error) {
+Status ParseLimit(const Input& in, const std::string& item, uint64_t* out) {
   if (!ParseByteSize(item, out)) {
-    return FailItem(in, item, std::string("is not a size: ") + kSizeExpected, error);
+    return FailItem(in, item, std::string("is not a size: ") + kSizeExpected);
   }
   if (*out == 0) {
     return FailItem(in, item,
                     "is not a usable limit: 0 bytes would fail every allocation (unset the "
-                    "variable for no limit)",
-                    error);
+                    "variable for no limit)");
   }
-  return true;
+  return Status::Ok();
 }
 
 namespace {
@@ -98,43 +95,40 @@ bool IsHamiNoLimit(const std::string& text) {
 
 }  // namespace
 
-bool ParseSharePermille(const Input& in, uint32_t* permille, std::string* error) {
+Status ParseSharePermille(const Input& in, uint32_t* permille) {
   // HAMi-core reads 0 and anything at or above 100 in its variables
   // (CUDA_DEVICE_SM_LIMIT and CUDA_DEVICE_SM_LIMIT_<i>) as "no limit"; a HAMi
   // deployment moved over keeps its meaning.
   if (in.source.rfind("CUDA_DEVICE_SM_LIMIT", 0) == 0 && IsHamiNoLimit(in.text)) {
     *permille = 0;
-    return true;
+    return Status::Ok();
   }
   if (!vgpu::ParseSharePermille(in.text, permille)) {
-    return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30",
-                error);
+    return Fail(in, "is not a share: expected a percentage above 0 and at most 100, e.g. 30");
   }
-  return true;
+  return Status::Ok();
 }
 
-bool ParseSwitch(const Input& in, bool* out, std::string* error) {
-  if (!vgpu::ParseSwitch(in.text, out)) {
-    return Fail(in, "is not a switch: expected on or off", error);
-  }
-  return true;
+Status ParseSwitch(const Input& in, bool* out) {
+  if (!vgpu::ParseSwitch(in.text, out)) return Fail(in, "is not a switch: expected on or off");
+  return Status::Ok();
 }
 
-bool ParsePath(const Input& in, std::string* out, std::string* error) {
-  if (in.text.empty()) return Fail(in, "is empty: expected a file path", error);
-  if (HasControlChar(in.text)) return Fail(in, "contains control characters", error);
+Status ParsePath(const Input& in, std::string* out) {
+  if (in.text.empty()) return Fail(in, "is empty: expected a file path");
+  if (HasControlChar(in.text)) return Fail(in, "contains control characters");
   *out = in.text;
-  return true;
+  return Status::Ok();
 }
 
 // An empty value means the default, as it did before these joined the table:
 // a unit file that writes VGPU_RUN_DIR= must not make libvgpu fail closed.
-bool ParseOptionalDir(const Input& in, std::string* out, std::string* error) {
+Status ParseOptionalDir(const Input& in, std::string* out) {
   if (in.text.empty()) {
     out->clear();
-    return true;
+    return Status::Ok();
   }
-  return ParsePath(in, out, error);
+  return ParsePath(in, out);
 }
 
 }  // namespace vgpu::config_internal

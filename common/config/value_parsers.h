@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
+
 namespace vgpu::config_internal {
 
 // One value of one option, from the environment or from the JSON file.
@@ -22,12 +24,11 @@ struct Input {
 // A value fit for a one-line message: control characters escaped, truncated.
 std::string Printable(const std::string& s, size_t max_chars = 120);
 
-// "<source>='<value>' <problem>"; returns false.
-bool Fail(const Input& in, const std::string& problem, std::string* error);
+// kInval with "<source>='<value>' <problem>".
+Status Fail(const Input& in, const std::string& problem);
 
 // As Fail, naming the offending item when the value is a list of several.
-bool FailItem(const Input& in, const std::string& item, const std::string& problem,
-              std::string* error);
+Status FailItem(const Input& in, const std::string& item, const std::string& problem);
 
 std::string Trim(const std::string& s);
 // "" -> {}; "a, b" -> {"a", "b"}; "a,,b" -> {"a", "", "b"}.
@@ -45,20 +46,20 @@ bool ParseUuid(const std::string& s, std::string* out);
 inline constexpr const char* kSizeExpected = "expected e.g. 8GiB, 512MiB, 1g or a byte count";
 
 // A byte size (8GiB, 512MiB, 1g, a count) usable as a memory limit: not 0.
-bool ParseLimit(const Input& in, const std::string& item, uint64_t* out, std::string* error);
+Status ParseLimit(const Input& in, const std::string& item, uint64_t* out);
 
 // A percentage (0 < pct <= 100, "%" allowed) as permille; 0: no cap (HAMi's
 // CUDA_DEVICE_SM_LIMIT* read 0 and >= 100 that way).
-bool ParseSharePermille(const Input& in, uint32_t* permille, std::string* error);
+Status ParseSharePermille(const Input& in, uint32_t* permille);
 
 // on/off, 1/0, true/false (any case).
-bool ParseSwitch(const Input& in, bool* out, std::string* error);
+Status ParseSwitch(const Input& in, bool* out);
 
 // A non-empty path without control characters.
-bool ParsePath(const Input& in, std::string* out, std::string* error);
+Status ParsePath(const Input& in, std::string* out);
 
 // As ParsePath, but empty means the default (clears *out).
-bool ParseOptionalDir(const Input& in, std::string* out, std::string* error);
+Status ParseOptionalDir(const Input& in, std::string* out);
 
 // Sets device `index`'s value in a list kept sorted by index.
 template <typename T>

@@ -51,8 +51,7 @@ std::string RunDir() {
   // of this one (control characters) falls back to the default, where the
   // agent, which refuses to start on it, is not listening either.
   Config cfg;
-  std::string error;
-  if (LoadEnvOption("VGPU_RUN_DIR", std::getenv, &cfg, &error) && !cfg.run_dir.empty()) {
+  if (LoadEnvOption("VGPU_RUN_DIR", std::getenv, &cfg).ok() && !cfg.run_dir.empty()) {
     return cfg.run_dir;
   }
   if (const char* x = NonEmptyEnv("XDG_RUNTIME_DIR")) return std::string(x) + "/vgpu";

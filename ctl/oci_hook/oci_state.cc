@@ -125,10 +125,10 @@ Status CheckOption(const char* env, const std::string& value, const std::string&
   };
   const std::vector<std::string> no_names;
   Config cfg;
-  std::string error;
   // No fallback file: the hook runs on the host, whose files are not the container's.
-  if (!LoadConfig(lookup, &cfg, &error, &no_names, nullptr, {}))
-    return Invalid(source + ": " + error);
+  if (Status s = LoadConfig(lookup, &cfg, &no_names, nullptr, {}); !s.ok()) {
+    return Invalid(source + ": " + s.message);
+  }
   return Status::Ok();
 }
 

@@ -86,9 +86,9 @@ int Config(bool table) {
     return kOk;
   }
   vgpu::Config c;
-  std::string error;
-  if (!vgpu::LoadConfig([](const char* n) { return std::getenv(n); }, &c, &error)) {
-    std::fprintf(stderr, "vgpuctl: %s\n", error.c_str());
+  if (vgpu::Status s = vgpu::LoadConfig([](const char* n) { return std::getenv(n); }, &c);
+      !s.ok()) {
+    std::fprintf(stderr, "vgpuctl: %s\n", s.message.c_str());
     return kUsageError;
   }
   const auto& options = vgpu::Options();

@@ -101,12 +101,12 @@ TEST_F(OciHookRun, CdiModeWritesPreloadAndConfig) {
   // What libvgpu will make of the file VGPU_CONFIG names.
   const std::string file = root_ + "/etc/vgpu/container.json";
   vgpu::Config cfg;
-  std::string error;
   const std::vector<std::string> no_names;
   auto env = [&file](const char* name) -> const char* {
     return std::string_view(name) == "VGPU_CONFIG" ? file.c_str() : nullptr;
   };
-  ASSERT_TRUE(vgpu::LoadConfig(env, &cfg, &error, &no_names)) << error;
+  vgpu::Status s = vgpu::LoadConfig(env, &cfg, &no_names);
+  ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(cfg.memory_limit_all, 2ull << 30);
   EXPECT_TRUE(cfg.high_priority());
   EXPECT_EQ(cfg.group, "c0ffee");

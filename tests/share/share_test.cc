@@ -380,8 +380,9 @@ TEST_F(ShareTest, FullGroupTableFailsCudaInitNamingTheLimit) {
   ASSERT_TRUE(opened.ok()) << opened.status().message;
   auto region = std::move(opened.value());
   for (int g = 0; g < vgpu::kSchedGroups; ++g) {
-    int c = region->RegisterClient(getpid());
-    ASSERT_GE(c, 0);
+    vgpu::Result<int> registered = region->RegisterClient(getpid());
+    ASSERT_TRUE(registered.ok()) << registered.status().message;
+    const int c = registered.value();
     // Named as the child processes' groups are (a user's names carry its uid).
     const std::string name =
         vgpu::SchedRegion::TenantGroupName("held-" + std::to_string(g), geteuid());
@@ -404,7 +405,7 @@ TEST_F(ShareTest, FullClientTableFailsCudaInitNamingTheLimit) {
   auto opened = vgpu::SchedRegion::Open(region_);
   ASSERT_TRUE(opened.ok()) << opened.status().message;
   auto region = std::move(opened.value());
-  for (int c = 0; c < vgpu::kSchedClients; ++c) ASSERT_GE(region->RegisterClient(getpid()), 0);
+  for (int c = 0; c < vgpu::kSchedClients; ++c) ASSERT_TRUE(region->RegisterClient(getpid()).ok());
   auto [status, text] = RunToExit({"VGPU_COMPUTE_WEIGHT=1"});
   EXPECT_NE(status, 0);
   EXPECT_NE(text.find("client table is full (1024 processes"), std::string::npos) << text;

@@ -33,8 +33,8 @@ TEST(CallSitesTest, DisabledCapturesNothingAndLoadsNoUnwinder) {
 
 TEST(CallSitesTest, LiveBytesPerSiteLargestFirst) {
   CallSites cs;
-  std::string error;
-  ASSERT_TRUE(cs.Enable(nullptr, &error)) << error;
+  Status enabled = cs.Enable(nullptr);
+  ASSERT_TRUE(enabled.ok()) << enabled.message;
   uint64_t ids[2] = {};
   volatile int times = 2;  // not unrolled: one call instruction, reached twice
   for (int i = 0; i < times; ++i) ids[i] = vgpu_test_site_a(&cs);
@@ -74,10 +74,10 @@ TEST(CallSitesTest, LiveBytesPerSiteLargestFirst) {
 
 TEST(CallSitesTest, FramesOfTheSkippedModuleAreNotTheSite) {
   CallSites cs;
-  std::string error;
   // Skipping this test's own module: the site is found further up the stack,
   // outside it (the C library's start-up code).
-  ASSERT_TRUE(cs.Enable(reinterpret_cast<const void*>(&vgpu_test_site_a), &error)) << error;
+  Status enabled = cs.Enable(reinterpret_cast<const void*>(&vgpu_test_site_a));
+  ASSERT_TRUE(enabled.ok()) << enabled.message;
   uint64_t s = vgpu_test_site_a(&cs);
   ASSERT_NE(s, 0u) << "the C library's frames lie outside the skipped module";
   EXPECT_EQ(cs.Describe(s).find("vgpu_test_site_a"), std::string::npos) << cs.Describe(s);

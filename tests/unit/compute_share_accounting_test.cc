@@ -139,8 +139,9 @@ class ShareWorld {
 
   int AddTenant(const std::string& group, GroupParams params, uint64_t kernel_ns) {
     int id = static_cast<int>(tenants_.size());
-    int client = region_->RegisterClient(getpid());
-    EXPECT_GE(client, 0);
+    Result<int> registered = region_->RegisterClient(getpid());
+    EXPECT_TRUE(registered.ok()) << registered.status().message;
+    const int client = registered.ok() ? registered.value() : -1;
     auto t = std::make_unique<Tenant>();
     t->group = group;
     t->host = std::make_unique<FakeHost>(&gpu_, id, params);

@@ -36,13 +36,14 @@ class CeilingsTest : public ::testing::Test {
     for (const auto& [name, value] : env_) names.push_back(name);
     std::vector<const char*> admin;
     for (const std::string& p : admin_) admin.push_back(p.c_str());
-    error_.clear();
-    return LoadConfig(
+    Status s = LoadConfig(
         [this](const char* name) -> const char* {
           auto it = env_.find(name);
           return it == env_.end() ? nullptr : it->second.c_str();
         },
-        &cfg_, &error_, &names, nullptr, admin);
+        &cfg_, &names, nullptr, admin);
+    error_ = s.message;
+    return s.ok();
   }
   void LoadOk() { ASSERT_TRUE(Load()) << error_; }
   std::string Refusals() const {
@@ -96,8 +97,8 @@ TEST_F(CeilingsTest, ATenantMayLowerItsLimits) {
   EXPECT_EQ(cfg_.LimitFor(0), kGiB);
   EXPECT_EQ(cfg_.LimitFor(1), 2 * kGiB);
   EXPECT_EQ(cfg_.ShareFor(0), 200u);
-  std::string error;
-  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(2, &error)) << error;
+  Status s = cfg_.ValidateAgainstDeviceCount(2);
+  EXPECT_TRUE(s.ok()) << s.message;
 }
 
 TEST_F(CeilingsTest, TheSharePolicyWeightAndPriorityAreCeilings) {

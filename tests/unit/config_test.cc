@@ -30,13 +30,14 @@ class ConfigTest : public ::testing::Test {
   bool Load() {
     std::vector<std::string> names;
     for (const auto& [name, value] : env_) names.push_back(name);
-    error_.clear();
-    return LoadConfig(
+    Status s = LoadConfig(
         [this](const char* name) -> const char* {
           auto it = env_.find(name);
           return it == env_.end() ? nullptr : it->second.c_str();
         },
-        &cfg_, &error_, &names, fallback_.empty() ? nullptr : fallback_.c_str());
+        &cfg_, &names, fallback_.empty() ? nullptr : fallback_.c_str());
+    error_ = s.message;
+    return s.ok();
   }
 
   // Loads, expecting success.
@@ -90,8 +91,8 @@ TEST_F(ConfigTest, NothingSetIsAPassThrough) {
   EXPECT_EQ(cfg_.real_libcuda, "");
   EXPECT_EQ(cfg_.real_libnvml, "");
   EXPECT_EQ(cfg_.config_file, "");
-  std::string error;
-  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(4, &error)) << error;
+  Status s = cfg_.ValidateAgainstDeviceCount(4);
+  EXPECT_TRUE(s.ok()) << s.message;
 }
 
 TEST_F(ConfigTest, NonPolicyOptionsLeaveItAPassThrough) {
@@ -200,13 +201,14 @@ TEST_F(ConfigTest, MemoryLimitPerDeviceList) {
   EXPECT_EQ(cfg_.LimitFor(1), 4 * kGiB);
   EXPECT_EQ(cfg_.LimitFor(2), 0u);  // not covered: fail closed
   EXPECT_EQ(cfg_.LimitFor(-1), 0u);
-  std::string error;
-  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(2, &error)) << error;
-  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(3, &error));
-  EXPECT_EQ(error,
+  Status s = cfg_.ValidateAgainstDeviceCount(2);
+  EXPECT_TRUE(s.ok()) << s.message;
+  s = cfg_.ValidateAgainstDeviceCount(3);
+  EXPECT_EQ(s.code, ErrorCode::kInval);
+  EXPECT_EQ(s.message,
             "VGPU_DEVICE_MEMORY_LIMIT lists 2 limits but the process sees 3 devices: give one "
             "limit for all devices or exactly one per device");
-  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(1, &error));
+  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(1).ok());
 }
 
 TEST_F(ConfigTest, MemoryLimitErrorMessageIsTheDocumentedOne) {
@@ -260,10 +262,11 @@ TEST_F(ConfigTest, PerIndexAliasOverridesOneDevice) {
   EXPECT_EQ(cfg_.LimitFor(1), 2 * kGiB);
   EXPECT_EQ(cfg_.LimitFor(2), 8 * kGiB);
   EXPECT_EQ(cfg_.LimitFor(15), kGiB);
-  std::string error;
-  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(16, &error)) << error;
-  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(2, &error));
-  EXPECT_EQ(error,
+  Status s = cfg_.ValidateAgainstDeviceCount(16);
+  EXPECT_TRUE(s.ok()) << s.message;
+  s = cfg_.ValidateAgainstDeviceCount(2);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message,
             "CUDA_DEVICE_MEMORY_LIMIT_15 is set but the process sees only 2 devices (indices "
             "0..1)");
 }
@@ -424,10 +427,11 @@ TEST_F(ConfigTest, PerDeviceSmLimitIsTheHamiAliasForOneDevice) {
   EXPECT_EQ(cfg_.EffectivePolicy(), Config::ComputePolicy::kFixed);
   EXPECT_EQ(cfg_.EffectivePolicyFor(1), Config::ComputePolicy::kFixed);
   EXPECT_EQ(cfg_.EffectivePolicyFor(2), Config::ComputePolicy::kNative);
-  std::string error;
-  EXPECT_TRUE(cfg_.ValidateAgainstDeviceCount(3, &error)) << error;
-  EXPECT_FALSE(cfg_.ValidateAgainstDeviceCount(2, &error));
-  EXPECT_EQ(error,
+  Status s = cfg_.ValidateAgainstDeviceCount(3);
+  EXPECT_TRUE(s.ok()) << s.message;
+  s = cfg_.ValidateAgainstDeviceCount(2);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message,
             "CUDA_DEVICE_SM_LIMIT_2 is set but the process sees only 2 devices (indices 0..1)");
   // Alone, it caps only its device; the others are not scheduled.
   env_ = {{"CUDA_DEVICE_SM_LIMIT_0", "30"}};
@@ -793,18 +797,17 @@ TEST_F(ConfigTest, FailureLeavesADefaultConfig) {
 
 TEST_F(ConfigTest, NothingThrows) {
   Config cfg;
-  std::string error;
   std::vector<std::string> names;
-  EXPECT_FALSE(LoadConfig([](const char*) -> const char* { throw std::runtime_error("boom"); },
-                          &cfg, &error, &names));
-  EXPECT_FALSE(error.empty());
+  Status s = LoadConfig([](const char*) -> const char* { throw std::runtime_error("boom"); }, &cfg,
+                        &names);
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.message.empty());
 }
 
 TEST_F(ConfigTest, DefaultEnvNamesComeFromEnviron) {
   Config cfg;
-  std::string error;
-  EXPECT_TRUE(LoadConfig([](const char*) -> const char* { return nullptr; }, &cfg, &error))
-      << error;
+  Status s = LoadConfig([](const char*) -> const char* { return nullptr; }, &cfg);
+  EXPECT_TRUE(s.ok()) << s.message;
   EXPECT_FALSE(cfg.configured);
 }
 
@@ -901,13 +904,14 @@ TEST(LoadEnvOption, ReadsOneOptionAndIgnoresTheOthers) {
     return it == env.end() ? nullptr : it->second.c_str();
   };
   Config cfg;
-  std::string error;
-  ASSERT_TRUE(LoadEnvOption("VGPU_RUN_DIR", lookup, &cfg, &error)) << error;
+  Status s = LoadEnvOption("VGPU_RUN_DIR", lookup, &cfg);
+  ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(cfg.run_dir, "/r");
   EXPECT_EQ(cfg.memory_limit_all, Config::kNoLimit) << "the malformed limit was not read";
-  EXPECT_FALSE(LoadEnvOption("VGPU_DEVICE_MEMORY_LIMIT", lookup, &cfg, &error));
-  EXPECT_TRUE(Contains(error, "VGPU_DEVICE_MEMORY_LIMIT='lots'")) << error;
-  EXPECT_FALSE(LoadEnvOption("VGPU_NO_SUCH_OPTION", lookup, &cfg, &error));
+  s = LoadEnvOption("VGPU_DEVICE_MEMORY_LIMIT", lookup, &cfg);
+  EXPECT_EQ(s.code, ErrorCode::kInval);
+  EXPECT_TRUE(Contains(s.message, "VGPU_DEVICE_MEMORY_LIMIT='lots'")) << s.message;
+  EXPECT_FALSE(LoadEnvOption("VGPU_NO_SUCH_OPTION", lookup, &cfg).ok());
 }
 
 // What benchmarks and tests scrub from the caller's environment.

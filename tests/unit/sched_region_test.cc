@@ -17,6 +17,9 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
+// The client slot RegisterClient gave, -1 if it gave none.
+int Slot(const Result<int>& registered) { return registered.ok() ? registered.value() : -1; }
+
 // Runs `body` in a fork()ed child that then exits (and is waited for): the
 // clients it registers are those of a process that died.
 template <typename Body>
@@ -41,7 +44,7 @@ class SchedRegionTest : public ::testing::Test {
   }
   // A client in `group`; all clients are this process (alive).
   int Client(const std::string& group, const GroupParams& p) {
-    int c = region_->RegisterClient(getpid());
+    int c = Slot(region_->RegisterClient(getpid()));
     EXPECT_GE(region_->JoinGroup(0, c, group, p, now_), 0);
     return c;
   }
@@ -276,11 +279,11 @@ TEST_F(SchedRegionTest, HoldsTwoHundredFiftySixGroupsAndOneThousandTwentyFourCli
   for (int g = 0; g < kSchedGroups; ++g) Client("g" + std::to_string(g), Fixed(2));
   EXPECT_EQ(region_->GroupsInUse(0), kSchedGroups);
   EXPECT_EQ(region_->GroupsInUse(1), 0);  // other devices are untouched
-  int extra = region_->RegisterClient(getpid());
+  int extra = Slot(region_->RegisterClient(getpid()));
   ASSERT_GE(extra, 0);
   EXPECT_LT(region_->JoinGroup(0, extra, "one-too-many", Fixed(2), now_), 0);
   EXPECT_GE(region_->JoinGroup(0, extra, "g7", Fixed(2), now_), 0);  // an existing group: joins
-  while (region_->RegisterClient(getpid()) >= 0) {
+  while (Slot(region_->RegisterClient(getpid())) >= 0) {
   }
   EXPECT_EQ(region_->ClientsInUse(), kSchedClients);
   // Every group's member is seen: the last group waits and is picked.
@@ -308,7 +311,7 @@ TEST_F(SchedRegionTest, AnExecedImageIsDeadAndItsLeaseIsFreedByTheNextReap) {
   ASSERT_EQ(pipe(pipe_fds), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    int c = region_->RegisterClient(getpid());
+    int c = Slot(region_->RegisterClient(getpid()));
     region_->JoinGroup(0, c, "a", Weighted(1), now_);
     region_->SetDemand(0, c, now_);
     region_->TryAcquire(0, c, now_);
@@ -340,7 +343,7 @@ TEST_F(SchedRegionTest, DeadHolderLosesTheLease) {
   int b = Client("b", Weighted(1));
   int a = -1;
   InProcessThatDies([&] {
-    a = region_->RegisterClient(getpid());
+    a = Slot(region_->RegisterClient(getpid()));
     region_->JoinGroup(0, a, "a", Weighted(1), now_);
     region_->SetDemand(0, a, now_);
     if (!region_->TryAcquire(0, a, now_)) _exit(1);
@@ -356,13 +359,13 @@ TEST_F(SchedRegionTest, DeadHolderLosesTheLease) {
 // Liveness is the slot's lock, not the pid: pids repeat across containers
 // and get reused, /proc of one pid namespace does not show another's.
 TEST_F(SchedRegionTest, AClientIsAliveExactlyWhileItsProcessLives) {
-  int live = region_->RegisterClient(getpid());
+  int live = Slot(region_->RegisterClient(getpid()));
   int exited = -1, killed = -1;
-  InProcessThatDies([&] { exited = region_->RegisterClient(getpid()); });
+  InProcessThatDies([&] { exited = Slot(region_->RegisterClient(getpid())); });
   exited = live + 1;  // slots are taken in order
   pid_t victim = fork();
   if (victim == 0) {
-    region_->RegisterClient(getpid());
+    Slot(region_->RegisterClient(getpid()));
     pause();
     _exit(0);
   }
@@ -393,7 +396,7 @@ TEST_F(SchedRegionTest, AForkedChildDoesNotKeepItsParentsSlotAlive) {
   ASSERT_EQ(pipe(pipe_fds), 0);
   pid_t parent = fork();
   if (parent == 0) {
-    int c = region_->RegisterClient(getpid());
+    int c = Slot(region_->RegisterClient(getpid()));
     if (write(pipe_fds[1], &c, sizeof c) != sizeof c) _exit(1);
     if (fork() == 0) {
       // fork() has returned here, so the child's pthread_atfork handlers ran.
@@ -416,11 +419,11 @@ TEST_F(SchedRegionTest, AForkedChildDoesNotKeepItsParentsSlotAlive) {
 }
 
 TEST_F(SchedRegionTest, UnregisterFreesTheSlotAndItsLock) {
-  int c = region_->RegisterClient(getpid());
+  int c = Slot(region_->RegisterClient(getpid()));
   region_->Unregister(c);
   EXPECT_EQ(region_->client(c).pid.load(), 0);
   EXPECT_FALSE(region_->ClientAlive(c));
-  EXPECT_EQ(region_->RegisterClient(getpid()), c) << "the lock was given back with the slot";
+  EXPECT_EQ(Slot(region_->RegisterClient(getpid())), c) << "the lock was given back with the slot";
   EXPECT_TRUE(region_->ClientAlive(c));
 }
 
@@ -433,7 +436,7 @@ class SchedGroupSlotTest : public SchedRegionTest {
   void FillWithGroupsOfTheDead() {
     InProcessThatDies([&] {
       for (int g = 0; g < kSchedGroups; ++g) {
-        int c = region_->RegisterClient(getpid());
+        int c = Slot(region_->RegisterClient(getpid()));
         if (region_->JoinGroup(0, c, "pid-" + std::to_string(g), Weighted(1, true), now_) != g) {
           _exit(1);
         }
@@ -444,7 +447,7 @@ class SchedGroupSlotTest : public SchedRegionTest {
     ASSERT_EQ(region_->GroupsInUse(0), kSchedGroups);
   }
   int Join(const std::string& name, const GroupParams& p, uint64_t now) {
-    return region_->JoinGroup(0, region_->RegisterClient(getpid()), name, p, now);
+    return region_->JoinGroup(0, Slot(region_->RegisterClient(getpid())), name, p, now);
   }
   uint64_t Key(int g) { return region_->device(0).groups[g].key.load(); }
   static uint64_t Mark(const std::string& name, uint64_t tag) {
@@ -485,7 +488,7 @@ TEST_F(SchedGroupSlotTest, AGroupWithALiveMemberIsNeverReclaimed) {
 
 TEST_F(SchedGroupSlotTest, OnlyTheGroupsOfTheDeadAreReclaimed) {
   FillWithGroupsOfTheDead();
-  int live = region_->RegisterClient(getpid());  // a live member among pid-7's dead ones
+  int live = Slot(region_->RegisterClient(getpid()));  // a live member among pid-7's dead ones
   ASSERT_EQ(region_->JoinGroup(0, live, "pid-7", Weighted(1), now_), 7);
   for (int n = 0; n < kSchedGroups - 1; ++n) {
     int g = Join("new-" + std::to_string(n), Weighted(1), now_ + idle_);
@@ -526,7 +529,7 @@ TEST_F(SchedGroupSlotTest, RacingJoinersAndReclaimersNeverFreeAGroupWithAMember)
   std::atomic<uint64_t> clock{now_};
   std::atomic<int> lost{0}, refused{0};
   auto body = [&](int t) {
-    int c = region_->RegisterClient(getpid());
+    int c = Slot(region_->RegisterClient(getpid()));
     for (int i = 0; i < kJoins; ++i) {
       std::string name = std::to_string(t) + "-" + std::to_string(i);
       int g = region_->JoinGroup(0, c, name, Weighted(1), clock.fetch_add(idle_));

@@ -37,10 +37,10 @@ class ShmRegionTest : public ::testing::Test {
   }
 
   // Opens as the caller of OpenShmRegion does: a creator initializes the header.
-  ShmRegionMapping Open(const ShmRegionSpec& spec, std::string* error) {
-    ShmRegionMapping m = OpenShmRegion(spec, error);
-    if (m.addr != nullptr && m.created) {
-      auto* l = static_cast<ShmRegionHeader*>(m.addr);
+  Result<ShmRegionMapping> Open(const ShmRegionSpec& spec) {
+    Result<ShmRegionMapping> m = OpenShmRegion(spec);
+    if (m.ok() && m->created) {
+      auto* l = static_cast<ShmRegionHeader*>(m->addr);
       l->magic = spec.magic;
       l->version = spec.version;
       l->region_bytes = static_cast<uint32_t>(spec.bytes);
@@ -51,9 +51,10 @@ class ShmRegionTest : public ::testing::Test {
 
   // Expects `spec` to be refused with a one-line message naming the file and `why`.
   void ExpectRefused(const ShmRegionSpec& spec, const std::string& why) {
-    std::string error;
-    ShmRegionMapping m = OpenShmRegion(spec, &error);
-    EXPECT_EQ(m.addr, nullptr);
+    Result<ShmRegionMapping> m = OpenShmRegion(spec);
+    EXPECT_EQ(m.status().code, ErrorCode::kIo);
+    EXPECT_EQ(m->addr, nullptr);
+    const std::string& error = m.status().message;
     EXPECT_NE(error.find("test region /dev/shm" + name_), std::string::npos) << error;
     EXPECT_NE(error.find(why), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -64,52 +65,48 @@ class ShmRegionTest : public ::testing::Test {
 };
 
 TEST_F(ShmRegionTest, CreatesThenAttaches) {
-  std::string error;
-  ShmRegionMapping first = Open(Spec(), &error);
-  ASSERT_NE(first.addr, nullptr) << error;
-  EXPECT_TRUE(first.created);
+  Result<ShmRegionMapping> first = Open(Spec());
+  ASSERT_TRUE(first.ok()) << first.status().message;
+  EXPECT_TRUE(first->created);
   struct stat st {};
   ASSERT_EQ(stat(("/dev/shm" + name_).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(static_cast<size_t>(st.st_size), sizeof(TestLayout));
-  static_cast<TestLayout*>(first.addr)->payload[3] = 42;
+  static_cast<TestLayout*>(first->addr)->payload[3] = 42;
 
-  ShmRegionMapping second = Open(Spec(), &error);
-  ASSERT_NE(second.addr, nullptr) << error;
-  EXPECT_FALSE(second.created);
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(static_cast<TestLayout*>(second.addr)->payload[3], 42u);  // the same memory
-  munmap(first.addr, sizeof(TestLayout));
-  munmap(second.addr, sizeof(TestLayout));
+  Result<ShmRegionMapping> second = Open(Spec());
+  ASSERT_TRUE(second.ok()) << second.status().message;
+  EXPECT_FALSE(second->created);
+  EXPECT_EQ(second.status().message, "");
+  EXPECT_EQ(static_cast<TestLayout*>(second->addr)->payload[3], 42u);  // the same memory
+  munmap(first->addr, sizeof(TestLayout));
+  munmap(second->addr, sizeof(TestLayout));
 }
 
 TEST_F(ShmRegionTest, ForeignSizeIsRefused) {
-  std::string error;
-  ShmRegionMapping m = Open(Spec(), &error);
-  ASSERT_NE(m.addr, nullptr) << error;
+  Result<ShmRegionMapping> m = Open(Spec());
+  ASSERT_TRUE(m.ok()) << m.status().message;
   ExpectRefused(Spec(sizeof(TestLayout) + 64), "has size " + std::to_string(sizeof(TestLayout)));
   // A header that disagrees with the file's size is refused too.
-  static_cast<TestLayout*>(m.addr)->region_bytes = 12;
+  static_cast<TestLayout*>(m->addr)->region_bytes = 12;
   ExpectRefused(Spec(), "header says 12");
-  munmap(m.addr, sizeof(TestLayout));
+  munmap(m->addr, sizeof(TestLayout));
 }
 
 TEST_F(ShmRegionTest, ForeignMagicOrVersionIsRefused) {
-  std::string error;
-  ShmRegionMapping m = Open(Spec(), &error);
-  ASSERT_NE(m.addr, nullptr) << error;
+  Result<ShmRegionMapping> m = Open(Spec());
+  ASSERT_TRUE(m.ok()) << m.status().message;
   ExpectRefused(Spec(sizeof(TestLayout), kMagic + 1), "bad magic");
   ExpectRefused(Spec(sizeof(TestLayout), kMagic, kVersion + 1), "has version 3");
-  munmap(m.addr, sizeof(TestLayout));
+  munmap(m->addr, sizeof(TestLayout));
 }
 
 TEST_F(ShmRegionTest, RegionOpenToOthersIsRefused) {
-  std::string error;
-  ShmRegionMapping m = Open(Spec(), &error);
-  ASSERT_NE(m.addr, nullptr) << error;
+  Result<ShmRegionMapping> m = Open(Spec());
+  ASSERT_TRUE(m.ok()) << m.status().message;
   ASSERT_EQ(chmod(("/dev/shm" + name_).c_str(), 0640), 0);
   ExpectRefused(Spec(), "mode 640");
-  munmap(m.addr, sizeof(TestLayout));
+  munmap(m->addr, sizeof(TestLayout));
 }
 
 TEST_F(ShmRegionTest, PrivateRegionIsZero) {
