@@ -43,12 +43,6 @@ Status CallSites::Enable(const void* skip_module) {
   return Status::Ok();
 }
 
-bool CallSites::Enable(const void* skip_module, std::string* error) {
-  Status s = Enable(skip_module);
-  if (!s.ok()) *error = std::move(s.message);
-  return s.ok();
-}
-
 bool CallSites::InSkippedModule(const void* pc) const {
   return skip_base_ != nullptr && ModuleBase(pc) == skip_base_;
 }

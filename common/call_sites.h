@@ -37,9 +37,6 @@ class CallSites {
   // are ours (libvgpu), not the application's; nullptr skips none. kNoSys
   // (with a one-line reason) if libunwind cannot be loaded.
   Status Enable(const void* skip_module);
-  // Transitional: the old form, for intercept/runtime.cc until it takes the
-  // Status (it is being rewritten elsewhere). Do not use in new code.
-  bool Enable(const void* skip_module, std::string* error);
   bool enabled() const { return backtrace_ != nullptr; }
 
   // The calling thread's site; 0 when disabled.

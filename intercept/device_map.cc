@@ -19,16 +19,21 @@ std::string FormatUuid(const CUuuid& u) {
   return s;
 }
 
-CUresult DeviceMap::Build(const std::vector<std::string>& visible, bool visible_set,
-                          std::string* error) {
+CUresult ReadDriverUuids(std::vector<std::string>* out) {
   int n = 0;
   if (CUresult r = REAL_CALL(cuDeviceGetCount, &n); r != CUDA_SUCCESS) return r;
-  std::vector<std::string> all(static_cast<size_t>(n));
+  out->assign(static_cast<size_t>(n), "");
   for (int p = 0; p < n; ++p) {
     CUuuid u{};
     if (CUresult r = REAL_CALL(cuDeviceGetUuid_v2, &u, p); r != CUDA_SUCCESS) return r;
-    all[static_cast<size_t>(p)] = FormatUuid(u);
+    (*out)[static_cast<size_t>(p)] = FormatUuid(u);
   }
+  return CUDA_SUCCESS;
+}
+
+Status DeviceMap::Build(const std::vector<std::string>& all,
+                        const std::vector<std::string>& visible, bool visible_set) {
+  const int n = static_cast<int>(all.size());
   physical_.clear();
   if (!visible_set) {
     for (int p = 0; p < n; ++p) physical_.push_back(p);
@@ -45,9 +50,9 @@ CUresult DeviceMap::Build(const std::vector<std::string>& visible, bool visible_
       if (*end == '\0' && v >= 0 && v < n) p = static_cast<int>(v);
     }
     if (p < 0) {
-      *error = "VGPU_VISIBLE_DEVICES names '" + item + "', which is not one of the " +
-               std::to_string(n) + " devices of this node";
-      return CUDA_ERROR_INVALID_DEVICE;
+      return Status::Error(ErrorCode::kInval, "VGPU_VISIBLE_DEVICES names '" + item +
+                                                  "', which is not one of the " +
+                                                  std::to_string(n) + " devices of this node");
     }
     physical_.push_back(p);
   }
@@ -59,7 +64,7 @@ CUresult DeviceMap::Build(const std::vector<std::string>& visible, bool visible_
     uuids_.push_back(all[static_cast<size_t>(physical_[v])]);
     identity_ = identity_ && physical_[v] == static_cast<int>(v);
   }
-  return CUDA_SUCCESS;
+  return Status::Ok();
 }
 
 }  // namespace vgpu

@@ -10,14 +10,18 @@
 #include <vector>
 
 #include "common/device_index.h"
+#include "common/status.h"
 
 namespace vgpu {
 
 class DeviceMap {
  public:
-  // Resolves VGPU_VISIBLE_DEVICES (indices or UUIDs) against the real driver.
-  // Empty `visible`: every device, in the driver's order (identity).
-  CUresult Build(const std::vector<std::string>& visible, bool visible_set, std::string* error);
+  // Resolves VGPU_VISIBLE_DEVICES (indices or UUIDs, case-insensitive)
+  // against the node's devices (`node_uuids`, by driver ordinal: what
+  // ReadDriverUuids reads). Not set: every device, in the driver's order
+  // (identity). kInval naming the item that is none of them.
+  Status Build(const std::vector<std::string>& node_uuids, const std::vector<std::string>& visible,
+               bool visible_set);
 
   int count() const { return static_cast<int>(physical_.size()); }
   bool identity() const { return identity_; }
@@ -53,5 +57,9 @@ class DeviceMap {
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" for a CUDA UUID.
 std::string FormatUuid(const CUuuid& u);
+
+// The UUID of every device the real driver lists, by driver ordinal (the
+// driver-table edge: its error is the driver's).
+CUresult ReadDriverUuids(std::vector<std::string>* out);
 
 }  // namespace vgpu

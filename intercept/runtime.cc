@@ -94,8 +94,8 @@ Runtime::Runtime()
           non_migratable_.Note(key, charged, nullptr);
         }
       }) {
-  if (!LoadConfig([](const char* n) { return std::getenv(n); }, &config_, &config_error_)) {
-    if (config_error_.empty()) config_error_ = "invalid configuration";
+  if (Status s = LoadConfig([](const char* n) { return std::getenv(n); }, &config_); !s.ok()) {
+    config_error_ = s.message.empty() ? "invalid configuration" : s.message;
   }
   InitLog("vgpu", config_.log_level, config_.log_file);  // off unless VGPU_LOG_FILE is set
   // A tenant asked for more than the admin allows: it runs at the ceiling, and
@@ -134,20 +134,25 @@ CUresult Runtime::BuildPhaseTwo() {
     ReportFatal(config_error_);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
-  std::string error;
-  CUresult r = devices_.Build(config_.visible_devices, config_.visible_devices_set, &error);
-  if (r != CUDA_SUCCESS) {
-    ReportFatal(error.empty() ? "cannot enumerate devices" : error);
+  std::vector<std::string> node_uuids;
+  if (CUresult r = ReadDriverUuids(&node_uuids); r != CUDA_SUCCESS) {
+    ReportFatal("cannot enumerate devices");
     return r;
   }
-  if (!config_.ValidateAgainstDeviceCount(devices_.count(), &error)) {
-    ReportFatal(error);
+  if (Status s = devices_.Build(node_uuids, config_.visible_devices, config_.visible_devices_set);
+      !s.ok()) {
+    ReportFatal(s.message);
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  if (Status s = config_.ValidateAgainstDeviceCount(devices_.count()); !s.ok()) {
+    ReportFatal(s.message);
     return CUDA_ERROR_NOT_INITIALIZED;
   }
   // Frames inside libvgpu (this function's module) are not call sites.
-  if (config_.trace_allocations &&
-      !call_sites_.Enable(reinterpret_cast<const void*>(&ReportFatal), &error)) {
-    VGPU_LOG(kWarn, "VGPU_TRACE_ALLOCATIONS: {}; allocations are not traced", error);
+  if (config_.trace_allocations) {
+    if (Status s = call_sites_.Enable(reinterpret_cast<const void*>(&ReportFatal)); !s.ok()) {
+      VGPU_LOG(kWarn, "VGPU_TRACE_ALLOCATIONS: {}; allocations are not traced", s.message);
+    }
   }
   bool any_limit = false;
   std::vector<uint64_t> limits(kLedgerDevices, kUnlimited);

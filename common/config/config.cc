@@ -247,18 +247,6 @@ Status LoadConfig(const EnvLookup& getenv_fn, Config* out,
   }
 }
 
-bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error) {
-  Status s = LoadConfig(getenv_fn, out);
-  if (!s.ok()) *error = std::move(s.message);
-  return s.ok();
-}
-
-bool Config::ValidateAgainstDeviceCount(int device_count, std::string* error) const {
-  Status s = ValidateAgainstDeviceCount(device_count);
-  if (!s.ok()) *error = std::move(s.message);
-  return s.ok();
-}
-
 Config::ComputePolicy Config::EffectivePolicy() const {
   if (compute_policy != ComputePolicy::kAuto) return compute_policy;
   bool any_share = compute_share_permille != 0;

@@ -133,9 +133,6 @@ struct Config {
   // and CUDA_DEVICE_MEMORY_LIMIT_<i> / CUDA_DEVICE_SM_LIMIT_<i> must name one
   // of them. kInval with a one-line message otherwise.
   Status ValidateAgainstDeviceCount(int device_count) const;
-  // Transitional: the old form, for intercept/runtime.cc until it takes the
-  // Status (it is being rewritten elsewhere). Do not use in new code.
-  bool ValidateAgainstDeviceCount(int device_count, std::string* error) const;
 };
 
 // "high", "normal", "low" (VGPU_PRIORITY's words, also the control protocol's).
@@ -180,10 +177,6 @@ Status LoadConfig(const EnvLookup& getenv_fn, Config* out,
                   const std::vector<std::string>* env_names = nullptr,
                   const char* fallback_file = kContainerConfigFile,
                   std::span<const char* const> admin_files = kAdminConfigFiles);
-// Transitional: the old form (false and *error), for intercept/runtime.cc
-// until it takes the Status (it is being rewritten elsewhere). Do not use in
-// new code.
-bool LoadConfig(const EnvLookup& getenv_fn, Config* out, std::string* error);
 
 // Reads one option (`env`, its VGPU_* name) from the environment alone, into
 // the fields of *out it owns: for vgpuctl and the control library, which need

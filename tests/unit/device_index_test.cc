@@ -61,6 +61,31 @@ TEST(DeviceIndexTest, AnEmptyMapKnowsNoDevice) {
   EXPECT_EQ(map.uuid(VisibleIndex()), "");
 }
 
+// VGPU_VISIBLE_DEVICES against a node of three GPUs: indices and UUIDs (any
+// case), in the configured order; an item that names none is refused.
+TEST(DeviceMapTest, BuildResolvesIndicesAndUuidsInTheirOrder) {
+  const std::vector<std::string> node = {"GPU-aa", "GPU-bb", "GPU-cc"};
+  DeviceMap map;
+  ASSERT_TRUE(map.Build(node, {"gpu-CC", "0"}, true).ok());
+  EXPECT_EQ(map.count(), 2);
+  EXPECT_FALSE(map.identity());
+  EXPECT_EQ(map.ToOrdinal(VisibleIndex(0)), DriverOrdinal(2));
+  EXPECT_EQ(map.ToOrdinal(VisibleIndex(1)), DriverOrdinal(0));
+  EXPECT_EQ(map.ToVisible(DriverOrdinal(1)), VisibleIndex()) << "hidden";
+  EXPECT_EQ(map.uuid(VisibleIndex(0)), "GPU-cc");
+
+  ASSERT_TRUE(map.Build(node, {}, false).ok());
+  EXPECT_TRUE(map.identity());
+  EXPECT_EQ(map.count(), 3);
+
+  Status s = map.Build(node, {"3"}, true);
+  EXPECT_EQ(s.code, ErrorCode::kInval);
+  EXPECT_EQ(s.message,
+            "VGPU_VISIBLE_DEVICES names '3', which is not one of the 3 devices of this node");
+  EXPECT_EQ(map.Build(node, {"GPU-dd"}, true).code, ErrorCode::kInval);
+  EXPECT_EQ(map.Build(node, {"1x"}, true).code, ErrorCode::kInval);
+}
+
 TEST(DeviceIndexTest, NodeDevicesFollowAMigration) {
   EXPECT_EQ(NodeDevice(DriverOrdinal(2)), NodeIndex(2)) << "before any migration";
   SetNodeDevice(DriverOrdinal(2), NodeIndex(5));
