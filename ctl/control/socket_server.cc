@@ -458,6 +458,13 @@ void Serve(std::shared_ptr<State> s) {
     }
   }
   std::lock_guard<std::mutex> lock(s->mu);
+  // Requests that finished since the last wake handed their connection back.
+  for (const State::Finished& f : s->finished) {
+    for (Conn& c : conns) {
+      if (c.slot == f.slot) c.busy = false;
+    }
+  }
+  s->finished.clear();
   for (Conn& c : conns) {
     if (!c.busy) CloseConn(s.get(), &c);  // busy ones: their thread closes them
   }
