@@ -49,8 +49,8 @@ Status ComputeShare::Join(int device) {
   return s.code == ErrorCode::kNoEnt ? Status::Ok() : s;
 }
 
-// The outcome of an earlier join, as EnsureJoined reports it (no message: no
-// allocation on the launch path).
+// The outcome of an earlier join, as EnsureJoined reports it (its reason was
+// reported when it happened).
 Status ComputeShare::JoinedStatus(int group) {
   if (group >= 0) return Status::Ok();
   return Status::Error(group == kNotGoverned ? ErrorCode::kNoEnt : ErrorCode::kBusy, {});
@@ -109,7 +109,12 @@ void ComputeShare::SlowGate(int device, CUcontext ctx, CUstream stream) {
 }
 
 ComputeShare::GateTry ComputeShare::TryAdmit(int device, CUcontext ctx, CUstream stream) {
-  if (device < 0 || !EnsureJoined(device).ok()) return {Admission::kAdmitted, 0};  // not governed
+  if (device < 0) return {Admission::kAdmitted, 0};
+  // Launches on an ungoverned device come here every time: the remembered
+  // outcome is one load; only the first launch may join.
+  const int group = dev_[device].group.load(std::memory_order_acquire);
+  const bool joined = group >= 0 || (group == kNotJoined && EnsureJoined(device).ok());
+  if (!joined) return {Admission::kAdmitted, 0};  // not governed
   PerDevice& s = dev_[device];
   CUcontext none = nullptr;
   s.ctx.compare_exchange_strong(none, ctx);

@@ -136,7 +136,7 @@ class ComputeShare {
   void SlowGate(int device, CUcontext ctx, CUstream stream);
   bool TakeLease(int device, uint32_t* gen);
   // OK: joined. kNoEnt: the device is not governed. kBusy: the join failed
-  // (now, with the reason; or before, without one: no allocation per launch).
+  // (now, with the reason; or before, without one).
   Status EnsureJoined(int device);
   static Status JoinedStatus(int group);
   void AccountantLoop();
