@@ -91,6 +91,8 @@ class SocketServerTest : public ::testing::Test {
     o.stop_timeout_ms = 10000;
     return o;
   }
+  // Sends a "hold" on `c` and waits until the endpoint runs it.
+  bool Holding(RawClient* c) { return c->Send(Line("hold", 1)) && endpoint_.WaitHolding(1); }
   void TearDown() override {
     endpoint_.Release();
     server_.Stop();
@@ -104,8 +106,7 @@ TEST_F(SocketServerTest, ThreadPerRequestAnswersOthersWhileOneRuns) {
   ASSERT_TRUE(
       server_.Start(&endpoint_, Options(Access::kOwner, Concurrency::kThreadPerRequest)).ok());
   RawClient held(server_.path());
-  ASSERT_TRUE(held.Send(Line("hold", 1)));
-  ASSERT_TRUE(endpoint_.WaitHolding(1));
+  ASSERT_TRUE(Holding(&held));
   json r = RoundTrip(server_.path(), Line("other", 2));
   EXPECT_EQ(r["result"]["id"], 2) << "answered while the first request still runs";
   EXPECT_EQ(endpoint_.holding(), 1);
@@ -117,8 +118,7 @@ TEST_F(SocketServerTest, ThreadPerRequestAnswersOthersWhileOneRuns) {
 TEST_F(SocketServerTest, SerialRunsOneRequestAtATime) {
   ASSERT_TRUE(server_.Start(&endpoint_, Options(Access::kOwner, Concurrency::kSerial)).ok());
   RawClient held(server_.path());
-  ASSERT_TRUE(held.Send(Line("hold", 1)));
-  ASSERT_TRUE(endpoint_.WaitHolding(1));
+  ASSERT_TRUE(Holding(&held));
   RawClient other(server_.path());
   ASSERT_TRUE(other.Send(Line("other", 2)));
   // While "hold" runs on the server's thread nothing else can be answered.
@@ -165,8 +165,7 @@ TEST_F(SocketServerTest, StopEndsARequestThatWaitsForItsClient) {
   ASSERT_TRUE(
       server_.Start(&endpoint_, Options(Access::kOwner, Concurrency::kThreadPerRequest)).ok());
   RawClient held(server_.path());
-  ASSERT_TRUE(held.Send(Line("hold", 1)));
-  ASSERT_TRUE(endpoint_.WaitHolding(1));
+  ASSERT_TRUE(Holding(&held));
   server_.Stop();  // waits for running requests: ClientGone lets this one end
   EXPECT_TRUE(endpoint_.saw_gone());
   EXPECT_EQ(endpoint_.holding(), 0);
