@@ -123,15 +123,13 @@ void* AttachRegion(const ShmRegionSpec& spec, int* kept_fd, std::string* error) 
     if (errno != ENOENT) *error = Named(spec) + ": shm_open: " + std::strerror(errno);
     return nullptr;
   }
+  // The creator sets the mode (its umask may have narrowed it) and then
+  // sizes the file right after creating it: wait for the size, after which
+  // the mode is final, before judging the owner and the mode.
   struct stat st;
-  bool owned = CheckOwner(fd, spec, &st, error);
-  // The creator sizes the file right after creating it: wait for that.
   const uint64_t deadline = MonotonicMs() + kReadyWaitMs;
-  while (owned && st.st_size == 0 && MonotonicMs() < deadline) {
-    SleepMs(1);
-    if (fstat(fd, &st) != 0) break;
-  }
-  if (!owned) {
+  while (fstat(fd, &st) == 0 && st.st_size == 0 && MonotonicMs() < deadline) SleepMs(1);
+  if (!CheckOwner(fd, spec, &st, error)) {
     close(fd);
     return nullptr;
   }

@@ -3,12 +3,15 @@
 // exactly what the caller expects.
 #include "common/shm_region.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace vgpu {
 namespace {
@@ -106,6 +109,36 @@ TEST_F(ShmRegionTest, RegionOpenToOthersIsRefused) {
   ASSERT_TRUE(m.ok()) << m.status().message;
   ASSERT_EQ(chmod(("/dev/shm" + name_).c_str(), 0640), 0);
   ExpectRefused(Spec(), "mode 640");
+  munmap(m->addr, sizeof(TestLayout));
+}
+
+// A node-wide region is created 0666, which the creator's umask narrows until
+// its fchmod: an opener that comes in between waits for the creator instead of
+// refusing a region that is about to be right.
+TEST_F(ShmRegionTest, ANodeWideRegionIsJudgedOnceItsCreatorSizedIt) {
+  ShmRegionSpec spec = Spec();
+  spec.node_wide = true;
+  int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fchmod(fd, 0644), 0);  // as a 022 umask leaves it
+  std::thread creator([fd] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(fchmod(fd, 0666), 0);
+    ASSERT_EQ(ftruncate(fd, sizeof(TestLayout)), 0);
+    void* p = mmap(nullptr, sizeof(TestLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    auto* l = static_cast<TestLayout*>(p);
+    l->magic = kMagic;
+    l->version = kVersion;
+    l->region_bytes = sizeof(TestLayout);
+    l->ready.store(1, std::memory_order_release);
+    munmap(p, sizeof(TestLayout));
+  });
+  Result<ShmRegionMapping> m = OpenShmRegion(spec);
+  creator.join();
+  close(fd);
+  ASSERT_TRUE(m.ok()) << m.status().message;
+  EXPECT_FALSE(m->created);
   munmap(m->addr, sizeof(TestLayout));
 }
 
