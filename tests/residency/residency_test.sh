@@ -340,7 +340,12 @@ corrupt)
   # must release it all again.
   cp "$good" "$bad"
   tables=$(tail -c 64 "$bad" | od -An -tu8 -N8 | tr -d ' ')
-  printf '\xa5' | dd of="$bad" bs=1 seek=$((tables - 7)) conv=notrunc status=none
+  # Inverted, not overwritten: a fixed value would leave the image intact
+  # whenever the byte already held it (1 run in 256).
+  at=$((tables - 7))
+  byte=$(od -An -tu1 -j "$at" -N1 "$bad" | tr -d ' ')
+  printf "\\$(printf '%03o' $((byte ^ 0xff)))" | dd of="$bad" bs=1 seek="$at" conv=notrunc status=none
+  cmp -s "$good" "$bad" && fail "the damage changed nothing"
   if "$VGPUCTL" restore $child --from "$work/bad" >"$work/ctl.out" 2>&1; then fail "image with a damaged last frame accepted"; fi
   cat "$work/ctl.out"
   grep -q "stays suspended" "$work/ctl.out" || fail "refusal does not say the process stays suspended"
