@@ -75,7 +75,7 @@ CUresult RecordContextEvent(Context* ctx, Event* ev) {
   Op* op = rs->Begin();
   op->kind = OpKind::kEventRecord;
   op->event = ev;
-  op->event_gen = ++ev->gen;
+  op->event_gen = NextRecordGen(ev);
   for (const StreamDep& d : deps) {
     if (d.stream->completed() < d.seq) op->extra_deps.push_back(d);
   }
@@ -89,6 +89,12 @@ CUresult RecordContextEvent(Context* ctx, Event* ev) {
 // Streams created later do not: the sim has no context-wide gate on future
 // work (docs/sim.md).
 CUresult WaitContextEvent(Context* ctx, Event* ev) {
+  if (ev->ipc != nullptr) {
+    std::vector<StreamDep> streams;
+    if (!SnapshotStreams(ctx, &streams, nullptr)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    for (const StreamDep& d : streams) IpcEventWaitStream(d.stream, ev);
+    return CUDA_SUCCESS;
+  }
   StreamDep target{nullptr, 0};
   {
     std::lock_guard<std::mutex> lock(ev->mu);

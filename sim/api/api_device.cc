@@ -91,6 +91,8 @@ int Attribute(const DeviceState& dev, CUdevice_attribute a) {
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 1;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+      return 1;  // sim/api/api_ipc.cc
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
     // IPC-capable pools are not modelled (VMM allocations do export as fds).
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return CU_MEM_HANDLE_TYPE_NONE;

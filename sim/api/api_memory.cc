@@ -3,10 +3,11 @@
 
 #include <cstring>
 
-#include "sim/engine/address_space.h"
 #include "sim/api/api_common.h"
+#include "sim/engine/address_space.h"
 #include "sim/engine/context.h"
 #include "sim/engine/graph_memory.h"
+#include "sim/engine/ipc.h"
 #include "sim/engine/sim_state.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -96,7 +97,9 @@ bool PointerAttribute(CUpointer_attribute a, const AllocInfo& info, CUdeviceptr 
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: Put<unsigned long long>(data, info.buffer_id); return true;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: Put<int>(data, info.kind == AllocKind::kManaged); return true;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: Put<int>(data, info.device < 0 ? 0 : info.device); return true;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: Put<int>(data, 0); return true;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      Put<int>(data, LegacyIpcCapable(info));
+      return true;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: Put(data, range_base); return true;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: Put(data, range_size); return true;
     case CU_POINTER_ATTRIBUTE_MAPPED: Put<int>(data, 1); return true;

@@ -6,6 +6,7 @@
 #include "sim/engine/event.h"
 #include "sim/engine/graph.h"
 #include "sim/engine/green_ctx.h"
+#include "sim/engine/ipc.h"
 #include "sim/engine/stream.h"
 
 using namespace vgpu::sim;  // NOLINT: entry points below are the C ABI
@@ -66,6 +67,7 @@ CUresult WaitEvent(CUstream h, CUevent e, unsigned flags, bool ptds) {
   if ((flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) != 0) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
+  if (ev->ipc != nullptr) return IpcEventWaitStream(s, ev);
   std::lock_guard<std::mutex> lock(ev->mu);
   if (ev->captured) {
     // Joining another stream's capture (fork/join capture) is not modelled.
@@ -86,7 +88,7 @@ CUresult Record(CUevent e, CUstream h, bool ptds) {
   Stream* s = nullptr;
   if (CUresult r = ResolveStream(h, ptds, &s); r != CUDA_SUCCESS) return r;
   std::lock_guard<std::mutex> lock(ev->mu);
-  uint64_t gen = ++ev->gen;
+  uint64_t gen = NextRecordGen(ev);
   Op* op = s->Begin();
   op->kind = OpKind::kEventRecord;
   op->event = ev;
@@ -277,6 +279,13 @@ SIM_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) 
   auto* e = new Event();
   e->ctx = ctx;
   e->flags = Flags;
+  if ((Flags & kIpcEventFlags) == kIpcEventFlags) {
+    e->ipc = NewIpcEventSlot();
+    if (e->ipc == nullptr) {
+      delete e;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   RegisterEvent(e);
   *phEvent = reinterpret_cast<CUevent>(e);
   return CUDA_SUCCESS;
@@ -303,6 +312,7 @@ SIM_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   SIM_ENTER("cuEventQuery");
   auto* e = reinterpret_cast<Event*>(hEvent);
   if (!IsLiveEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->ipc != nullptr) return IpcEventDone(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   std::lock_guard<std::mutex> lock(e->mu);
   if (e->stream == nullptr || e->captured) return CUDA_SUCCESS;
   return e->stream->completed() >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -312,6 +322,10 @@ SIM_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   SIM_ENTER("cuEventSynchronize");
   auto* e = reinterpret_cast<Event*>(hEvent);
   if (!IsLiveEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->ipc != nullptr) {
+    IpcEventWaitHost(e);
+    return CUDA_SUCCESS;
+  }
   Stream* s = nullptr;
   uint64_t seq = 0;
   {
@@ -330,6 +344,7 @@ SIM_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   if (!IsLiveEvent(e)) return CUDA_ERROR_INVALID_HANDLE;
   // The object stays allocated: a record still queued may reach it later.
   UnregisterEvent(e);
+  if (e->ipc != nullptr) FreeIpcEventSlot(e->ipc);  // ignores another process's slot
   return CUDA_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "sim/engine/ipc.h"
 #include "sim/engine/sim_state.h"
 
 namespace vgpu::sim {
@@ -279,6 +280,7 @@ CUresult UnmapDevice(CUdeviceptr dptr, AllocInfo* info, size_t* size) {
   }
   if (!as.RemoveAllocation(dptr, info)) return CUDA_ERROR_INVALID_VALUE;
   *size = RoundUp(info->size, kPageSize);
+  ForgetIpcExport(dptr);
   as.RemoveMapping(dptr);
   as.Unback(dptr, *size);
   as.FreeVa(dptr, *size);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "sim/engine/address_space.h"
+#include "sim/engine/ipc.h"
 #include "sim/engine/module.h"
 #include "sim/engine/sim_state.h"
 #include "sim/engine/stream.h"
@@ -78,6 +79,7 @@ void TeardownContext(Context* ctx) {
     if (a.kind == AllocKind::kDevice) FreeDeviceMemory(a.base);
     if (a.kind == AllocKind::kExternal) FreeExternalBuffer(a.base);
   }
+  CloseIpcMemoryOfContext(ctx);
   ctx->sticky_error.store(CUDA_SUCCESS);
   if (ctx->primary) {
     // A primary context comes back to life on the next retain, with a new legacy stream.

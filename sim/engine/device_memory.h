@@ -3,9 +3,10 @@
 // Device pointers live in a window reserved PROT_NONE in the host address
 // space, so a host dereference of a device pointer faults instead of silently
 // reading memory. Backing pages live in a shadow window at a fixed distance, so
-// translating a device address is one range check and an add. Physical memory
-// (cuMemAlloc or cuMemCreate) is a memfd mapped into the shadow window; pages
-// are allocated by the host kernel only when first touched.
+// translating a device address is one range check and an add. cuMemAlloc
+// memory is anonymous until exported through CUDA IPC (then a memfd, ipc.h);
+// cuMemCreate memory is a memfd. Pages are allocated by the host kernel only
+// when first touched.
 #pragma once
 
 #include <cuda.h>
@@ -21,6 +22,7 @@ enum class AllocKind : uint8_t {
   kHostPinned,   // cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister (device ptr == host ptr)
   kManaged,      // cuMemAllocManaged (host-accessible)
   kExternal,     // cuExternalMemoryGetMappedBuffer: another allocation's memory, freed by cuMemFree
+  kIpcImported,  // cuIpcOpenMemHandle: another process's allocation, closed by cuIpcCloseMemHandle
 };
 
 struct AllocInfo {

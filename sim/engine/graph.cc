@@ -309,7 +309,7 @@ namespace {
 void EnqueueRecord(Event* ev, Stream* s) {
   if (!IsLiveEvent(ev)) return;
   std::lock_guard<std::mutex> lock(ev->mu);
-  uint64_t gen = ++ev->gen;
+  uint64_t gen = NextRecordGen(ev);
   Op* op = s->Begin();
   op->kind = OpKind::kEventRecord;
   op->event = ev;

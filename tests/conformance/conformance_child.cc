@@ -10,6 +10,7 @@
 //   tensormap           encodes a valid tiled and a valid im2col-wide tensor map on
 //                       device 0: "tiled <code>", "wide <code>" (the device's compute
 //                       capability decides)
+//   ipcopen, ipcevent, ipcrank: conformance_child_ipc.cc
 //   ckptjob BYTES CUBIN a job for the checkpoint API tests: allocates BYTES, fills
 //                       them, prints "ready", then serves lines: "check" (reads
 //                       everything back through a stream and an event), "call"
@@ -29,6 +30,10 @@
 #include "conformance_common.h"
 
 using vgpu::conformance::MonotonicNs;
+
+namespace vgpu::conformance {
+int IpcChildMain(int argc, char** argv);
+}
 
 namespace {
 
@@ -346,5 +351,6 @@ int main(int argc, char** argv) {
   if (cmd == "tensormap") return TensorMaps();
   if (cmd == "extimport" && argc == 3) return ExtImport(strtoull(argv[2], nullptr, 0));
   if (cmd == "ckptjob" && argc == 4) return CheckpointJob(strtoull(argv[2], nullptr, 0), argv[3]);
+  if (cmd.rfind("ipc", 0) == 0) return vgpu::conformance::IpcChildMain(argc, argv);
   return 64;
 }

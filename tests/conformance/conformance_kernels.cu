@@ -30,3 +30,12 @@ extern "C" __global__ void conf_sleep_ns(unsigned long long ns) {
 extern "C" __global__ void conf_no_host_impl(unsigned int* p) { p[threadIdx.x] = 42; }
 
 __device__ unsigned int conf_global[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+// dst[i] += src[i]: the reduction step of the IPC all-reduce tests.
+extern "C" __global__ void conf_addv_u32(unsigned int* dst, const unsigned int* src,
+                                         unsigned long long count) {
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < count; i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    dst[i] += src[i];
+}

@@ -51,6 +51,20 @@ CONF_EXPORT int vgpu_sim_kernel_conf_add_u32(vgpu_sim_launch* l) {
   return 0;
 }
 
+CONF_EXPORT int vgpu_sim_kernel_conf_addv_u32(vgpu_sim_launch* l) {
+  uint64_t dptr, sptr, count;
+  if (l->abi_version != VGPU_SIM_KERNEL_ABI_VERSION || l->num_params != 3 || !Param(l, 0, &dptr) ||
+      !Param(l, 1, &sptr) || !Param(l, 2, &count))
+    return 1;
+  if (count == 0) return 0;
+  l->bytes_touched = 2 * count * sizeof(uint32_t);
+  auto* dst = static_cast<uint32_t*>(l->translate(l, dptr, count * sizeof(uint32_t)));
+  auto* src = static_cast<const uint32_t*>(l->translate(l, sptr, count * sizeof(uint32_t)));
+  if (dst == nullptr || src == nullptr) return 1;
+  for (uint64_t i = 0; i < count; ++i) dst[i] += src[i];
+  return 0;
+}
+
 // Sleeps on the host; the simulator charges the host time as device time.
 CONF_EXPORT int vgpu_sim_kernel_conf_sleep_ns(vgpu_sim_launch* l) {
   uint64_t ns;

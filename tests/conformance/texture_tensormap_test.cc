@@ -394,7 +394,7 @@ TEST_F(SimTextureTest, DeviceReportsH100TextureLimits) {
   EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH), 16384);
   EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT), 512);
   EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED), 1);
-  EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED), 0);
+  EXPECT_EQ(Attr(dev_, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED), 1);  // ipc_test.cc
 }
 
 // ---- Tensor maps ----
@@ -676,23 +676,6 @@ TEST_F(SimTensorMapTest, DeviceCapabilityGatesTheEncoders) {
                 CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   EXPECT_EQ(RunOnOwnNode("2x1GiB:cc=10.0", 10), "tiled 0\nwide 0\n");
   EXPECT_EQ(RunOnOwnNode("2x1GiB:cc=8.0", 8), "tiled 801\nwide 801\n");
-}
-
-TEST_F(SimTextureTest, IpcIsNotAvailable) {
-  CUipcMemHandle mh{};
-  CUdeviceptr opened = 0;
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuIpcGetMemHandle(&mh, mem_));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(&mh, mem_ + 256));  // not a base
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuIpcOpenMemHandle(&opened, mh, 0));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcOpenMemHandle(&opened, mh, 2));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcCloseMemHandle(mem_));  // never opened
-  CUevent e = nullptr;
-  CUipcEventHandle eh{};
-  ASSERT_CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetEventHandle(&eh, e));  // not interprocess
-  EXPECT_CU_OK(cuEventDestroy(e));
-  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuIpcGetEventHandle(&eh, e));
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuIpcOpenEventHandle(&e, eh));
 }
 
 }  // namespace
