@@ -105,8 +105,32 @@ bool SendAll(int fd, std::string_view data) {
   return true;
 }
 
-// Reads one line (without '\n') with a silence timeout.
-Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms) {
+// recv that keeps the descriptors a response may carry (SCM_RIGHTS).
+ssize_t Receive(int fd, char* data, size_t size, std::vector<int>* fds) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+  iovec iov{data, size};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int d;
+      std::memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof d);
+      fds->push_back(d);
+    }
+  }
+  return n;
+}
+
+// Reads one line (without '\n') with a silence timeout; descriptors that
+// arrive with it are appended to *fds.
+Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms,
+                std::vector<int>* fds) {
   for (;;) {
     size_t nl = buf->find('\n');
     if (nl != std::string::npos) {
@@ -126,7 +150,7 @@ Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms) {
       return Status::Error(ErrorCode::kTimedOut, text);
     }
     char chunk[8192];
-    ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+    ssize_t n = Receive(fd, chunk, sizeof chunk, fds);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       return Status::Error(ErrorCode::kIo, "the agent closed the connection before answering");
@@ -149,6 +173,14 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
     return Status::Error(ErrorCode::kTimedOut, text);
   };
   std::string buf, line;
+  std::vector<int> fds;
+  // Descriptors of a response that is not handed out are closed.
+  struct Closer {
+    std::vector<int>* v;
+    ~Closer() {
+      for (int d : *v) close(d);
+    }
+  } closer{&fds};
   for (;;) {
     int wait_ms = timeout_ms;
     bool deadline_first = false;  // the deadline comes before the silence limit
@@ -159,7 +191,7 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
       deadline_first = left < wait_ms;
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left));
     }
-    Status st = ReadLine(fd, &buf, &line, wait_ms);
+    Status st = ReadLine(fd, &buf, &line, wait_ms, &fds);
     if (st.code == ErrorCode::kTimedOut && deadline_first) return past_deadline();
     if (!st.ok()) return st;
     ServerLine sl;
@@ -167,6 +199,7 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
     if (!st.ok()) return st;
     if (!sl.is_progress) {
       *response = std::move(sl.response);
+      response->fds = std::exchange(fds, {});
       return Status::Ok();
     }
     if (on_progress) on_progress(sl.progress);

@@ -31,10 +31,10 @@ using ::vgpu::Status;
 
 // The commands this protocol version defines.
 // "make_room" and "events" are vgpud's (docs/vgpud.md); an agent answers ENOSYS.
-inline constexpr const char* kCommands[] = {"ping",    "ps",      "info", "suspend",   "resume",
-                                            "checkpoint", "restore", "set",  "make_room", "events",
-                                            "migrate_prepare", "migrate_finish", "migrate",
-                                            "drain", "undrain"};
+inline constexpr const char* kCommands[] = {
+    "ping",    "ps",    "info",      "suspend",    "resume",          "checkpoint",
+    "restore", "set",   "make_room", "events",     "migrate_prepare", "migrate_finish",
+    "migrate", "drain", "undrain",   "ipc_export", "ipc_close"};
 bool IsKnownCommand(std::string_view cmd);
 
 struct Request {
@@ -45,6 +45,7 @@ struct Request {
   // Not on the wire: the caller's uid as the agent authenticated it
   // (SO_PEERCRED), for the handler's logs and policies; -1 if unknown.
   int64_t peer_uid = -1;
+  int64_t peer_pid = -1;  // likewise, the caller's pid (in the agent's pid namespace)
 };
 
 struct Response {
@@ -53,6 +54,10 @@ struct Response {
   nlohmann::json result = nlohmann::json::object();  // when ok
   std::string error;                                 // when !ok: human-readable
   ErrorCode code = ErrorCode::kOk;                   // when !ok
+  // Not in the JSON: descriptors that travel with the response line
+  // (SCM_RIGHTS on its first byte; "ipc_export"). The server closes its
+  // copies once sent (or not); the client owns what it receives.
+  std::vector<int> fds;
 
   static Response Ok(nlohmann::json result = nlohmann::json::object());
   static Response Error(ErrorCode code, std::string message);

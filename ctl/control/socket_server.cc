@@ -100,6 +100,36 @@ bool WriteAll(int fd, std::string_view data, int timeout_ms) {
   return true;
 }
 
+// The response line; its descriptors, if any, ride on its first byte.
+bool WriteResponse(int fd, const Response& r, int timeout_ms) {
+  std::string line = SerializeResponse(r);
+  if (r.fds.empty()) return WriteAll(fd, line, timeout_ms);
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * r.fds.size()));
+  iovec iov{line.data(), 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * r.fds.size());
+  std::memcpy(CMSG_DATA(c), r.fds.data(), sizeof(int) * r.fds.size());
+  Clock::time_point deadline = After(timeout_ms);
+  for (;;) {
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == 1) break;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd p{fd, POLLOUT, 0};
+    if (left.count() <= 0 || (poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)) {
+      return false;
+    }
+  }
+  return WriteAll(fd, std::string_view(line).substr(1), timeout_ms);
+}
+
 // Progress lines of one request, throttled so that a chatty operation cannot
 // flood the socket; the first and the last (done == total) always go out.
 class ConnProgress : public ProgressSink {
@@ -144,6 +174,7 @@ bool Answer(const State& s, int fd, const Peer& peer, std::string_view line) {
   Request req;
   Status st = ParseRequest(line, &req);
   req.peer_uid = peer.uid;
+  req.peer_pid = peer.pid;
   Response r;
   bool broken = false;
   if (!st.ok()) {
@@ -154,8 +185,9 @@ bool Answer(const State& s, int fd, const Peer& peer, std::string_view line) {
     broken = sink.broken();
   }
   r.id = req.id;
-  if (broken) return false;
-  return WriteAll(fd, SerializeResponse(r), s.options.idle_timeout_ms);
+  bool sent = !broken && WriteResponse(fd, r, s.options.idle_timeout_ms);
+  for (int d : r.fds) close(d);
+  return sent;
 }
 
 void SendErrorAndClose(Conn* c, ErrorCode code, const std::string& message, int timeout_ms) {
