@@ -8,6 +8,8 @@
 // which says how to add one.
 #pragma once
 
+// The lists are laid out by hand, one group per comment:
+// clang-format off
 #define VGPU_CU_HOOKS(X)                                                          \
   /* init and lookup */                                                          \
   X(cuInit) X(cuGetProcAddress) X(cuGetProcAddress_v2)                           \
@@ -33,7 +35,8 @@
   X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemAllocManaged)    \
   X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)          \
   X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)       \
-  X(cuMemCreate) X(cuMemRelease) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)       \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap)                      \
+  X(cuArrayCreate_v2) X(cuArray3DCreate_v2)                                      \
   X(cuArrayDestroy) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)         \
   X(cuMemGetInfo_v2) X(cuMemPoolCreate) X(cuMemGetAllocationGranularity)         \
   /* graph memory: charged for the driver's graph pool (intercept/graph_memory.h) */ \
@@ -48,6 +51,9 @@
   X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)                          \
   X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)       \
   X(cuMemGetAddressRange_v2)                                                     \
+  /* CUDA IPC: legacy handles of VMM-served memory (intercept/hooks_ipc.cc) */    \
+  X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcOpenMemHandle)            \
+  X(cuIpcCloseMemHandle)                                                         \
   /* copies, memsets: bodies from one template (below) */                        \
   VGPU_CU_GATED_PASSTHROUGH(X)
 
@@ -117,10 +123,12 @@
   X(cuCtxGetCurrent) X(cuStreamIsCapturing) X(cuLaunchHostFunc)                  \
   X(cuDriverGetVersion) X(cuLaunchHostFunc_ptsz) X(cuCtxSynchronize)  \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2) \
-  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuStreamSynchronize) \
+  X(cuMemAddressReserve) X(cuMemAddressFree) X(cuStreamSynchronize)            \
   X(cuStreamSynchronize_ptsz) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamCreate)         \
   X(cuStreamDestroy_v2) X(cuMemHostRegister_v2) X(cuMemHostUnregister)           \
   X(cuCtxFromGreenCtx)                                                           \
+  /* CUDA IPC of VMM-served memory (intercept/hooks_ipc.cc) */                   \
+  X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)              \
   /* graph memory accounting: a graph's allocation nodes, the device's graph pool */ \
   X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphMemAllocNodeGetParams)        \
   X(cuGraphChildGraphNodeGetGraph) X(cuDeviceGetGraphMemAttribute)               \
@@ -139,3 +147,4 @@
   X(nvmlDeviceGetIndex) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)
 
 #define VGPU_NVML_INTERNAL(X) X(nvmlDeviceGetUUID)
+// clang-format on

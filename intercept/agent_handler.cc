@@ -20,6 +20,7 @@
 #include "driver/real_driver.h"
 #include "intercept/agent_set.h"
 #include "intercept/coordination.h"
+#include "intercept/ipc_handles.h"
 #include "intercept/runtime.h"
 #include "residency/engine.h"
 #include "residency/migration.h"
@@ -145,6 +146,8 @@ class ResidencyHandler : public ctl::Handler {
     if (req.cmd == "migrate_prepare")
       return ToResponse(Runtime::Get().migration().Prepare(req.args));
     if (req.cmd == "migrate_finish") return ToResponse(Runtime::Get().migration().Finish());
+    if (req.cmd == "ipc_export") return ServeIpcExport(req);
+    if (req.cmd == "ipc_close") return ServeIpcClose(req);
     return Response::Error(ErrorCode::kNoSys, "'" + req.cmd + "' is not supported by this agent");
   }
 
@@ -181,6 +184,8 @@ class ResidencyHandler : public ctl::Handler {
     // (live allocations: what a resume needs, also while suspended).
     if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator())
       j["suspended_by"] = "vgpud";
+    // Processes it shares device memory with (CUDA IPC): vgpud never parks it alone.
+    j["shared_with"] = rt.ipc_sharing().SharedWith(rt.imported().Exporters());
     for (size_t i = 0; i < info.devices.size(); ++i) {
       j["devices"][i]["footprint"] =
           vmm_used[rt.devices().ToOrdinal(VisibleIndex(static_cast<int>(i))).value()];

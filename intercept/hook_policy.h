@@ -62,11 +62,11 @@ enum : unsigned {
 // P(symbol, policies, why): every hook outside VGPU_CU_GATED_PASSTHROUGH and
 // VGPU_DEVICE_MAPPED_PASSTHROUGH (below).
 #define VGPU_HOOK_POLICIES(P)                                                                   \
-  /* init and lookup */                                                                        \
+  /* init and lookup */                                                                         \
   P(cuInit, kUngated, "initialization")                                                         \
   P(cuGetProcAddress, kUngated, "lookup")                                                       \
   P(cuGetProcAddress_v2, kUngated, "lookup")                                                    \
-  /* device queries: no device memory, no work */                                              \
+  /* device queries: no device memory, no work */                                               \
   P(cuDeviceGetCount, kDeviceMap, "query")                                                      \
   P(cuDeviceGet, kDeviceMap, "query")                                                           \
   P(cuDeviceTotalMem_v2, kDeviceMap | kQuota, "query (the quota view)")                         \
@@ -75,21 +75,25 @@ enum : unsigned {
   P(cuMemGetMemPool, kDeviceMap, "query")                                                       \
   P(cuMemSetMemPool, kDeviceMap, "selects a pool; allocates nothing")                           \
   P(cuMemGetAllocationGranularity, kDeviceMap, "query")                                         \
-  P(cuGraphAddNode, kDeviceMap, "builds a graph (an allocation node's devices translated)")   \
-  P(cuGraphAddNode_v2, kDeviceMap, "builds a graph (an allocation node's devices translated)") \
-  P(cuGraphAddMemAllocNode, kDeviceMap, "an address only: a launch takes the memory")          \
+  P(cuGraphAddNode, kDeviceMap, "builds a graph (an allocation node's devices translated)")     \
+  P(cuGraphAddNode_v2, kDeviceMap, "builds a graph (an allocation node's devices translated)")  \
+  P(cuGraphAddMemAllocNode, kDeviceMap, "an address only: a launch takes the memory")           \
   P(cuGraphInstantiateWithFlags, kUngated, "notes the allocation nodes; takes no memory")       \
   P(cuGraphInstantiateWithParams, kUngated, "notes the allocation nodes; takes no memory")      \
   P(cuGraphInstantiateWithParams_ptsz, kUngated, "notes the allocation nodes; takes no memory") \
   P(cuGraphInstantiate, kUngated, "notes the allocation nodes; takes no memory")                \
   P(cuGraphInstantiate_v2, kUngated, "notes the allocation nodes; takes no memory")             \
-  P(cuGraphExecDestroy, kQuota, "settles the graph pool's charge")                               \
-  P(cuDeviceGraphMemTrim, kDeviceMap | kQuota, "gives cached graph memory back")                 \
+  P(cuGraphExecDestroy, kQuota, "settles the graph pool's charge")                              \
+  P(cuDeviceGraphMemTrim, kDeviceMap | kQuota, "gives cached graph memory back")                \
   P(cuMemPoolCreate, kDeviceMap, "a pool reserves nothing until an allocation (gated)")         \
   P(cuMemSetAccess, kDeviceMap, "mapping rights; VMM memory of the application is refused")     \
   P(cuMemGetAccess, kDeviceMap, "query")                                                        \
   P(cuMemGetAllocationPropertiesFromHandle, kDeviceMap, "query")                                \
   P(cuMemGetAddressRange_v2, kVmm, "reads bookkeeping, which a suspend keeps")                  \
+  P(cuIpcGetMemHandle, kGate | kVmm, "")                                                        \
+  P(cuIpcOpenMemHandle_v2, kGate | kVmm, "")                                                    \
+  P(cuIpcOpenMemHandle, kGate | kVmm, "")                                                       \
+  P(cuIpcCloseMemHandle, kGate | kVmm, "")                                                      \
   /* contexts */                                                                                \
   P(cuDevicePrimaryCtxRetain, kDeviceMap, "a context holds no memory until it allocates")       \
   P(cuDevicePrimaryCtxRelease_v2, kGate | kDeviceMap | kQuota, "")                              \
@@ -110,7 +114,7 @@ enum : unsigned {
   P(cuCtxGetDevice_v2, kDeviceMap, "query")                                                     \
   P(cuPointerGetAttribute, kGate | kVmm, "")                                                    \
   P(cuPointerGetAttributes, kGate | kVmm, "")                                                   \
-  /* memory: every path that takes device memory counts against the quota */                   \
+  /* memory: every path that takes device memory counts against the quota */                    \
   P(cuMemAlloc_v2, kGate | kQuota | kVmm, "")                                                   \
   P(cuMemAllocPitch_v2, kGate | kQuota | kVmm, "")                                              \
   P(cuMemFree_v2, kGate | kQuota | kVmm, "")                                                    \
@@ -123,13 +127,15 @@ enum : unsigned {
   P(cuMemFreeAsync_ptsz, kGate | kQuota | kVmm, "")                                             \
   P(cuMemCreate, kGate | kQuota, "")                                                            \
   P(cuMemRelease, kGate | kQuota, "")                                                           \
+  P(cuMemMap, kGate | kQuota, "")                                                               \
+  P(cuMemUnmap, kGate | kQuota, "")                                                             \
   P(cuArrayCreate_v2, kGate | kQuota, "")                                                       \
   P(cuArray3DCreate_v2, kGate | kQuota, "")                                                     \
   P(cuArrayDestroy, kGate | kQuota, "")                                                         \
   P(cuMipmappedArrayCreate, kGate | kQuota, "")                                                 \
   P(cuMipmappedArrayDestroy, kGate | kQuota, "")                                                \
   P(cuMemGetInfo_v2, kGate | kQuota | kVmm, "")                                                 \
-  /* launches */                                                                               \
+  /* launches */                                                                                \
   P(cuLaunchKernel, kShare | kGate, "")                                                         \
   P(cuLaunchKernel_ptsz, kShare | kGate, "")                                                    \
   P(cuLaunchKernelEx, kShare | kGate, "")                                                       \
@@ -138,7 +144,7 @@ enum : unsigned {
   P(cuLaunchCooperativeKernel_ptsz, kShare | kGate, "")                                         \
   P(cuGraphLaunch, kShare | kGate | kQuota, "")                                                 \
   P(cuGraphLaunch_ptsz, kShare | kGate | kQuota, "")                                            \
-  /* NVML: no CUDA device memory, no work */                                                   \
+  /* NVML: no CUDA device memory, no work */                                                    \
   P(nvmlShutdown, kUngated, "NVML")                                                             \
   P(nvmlInit, kUngated, "NVML")                                                                 \
   P(nvmlInit_v2, kUngated, "NVML")                                                              \

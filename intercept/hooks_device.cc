@@ -8,6 +8,7 @@
 #include "intercept/current_context.h"
 #include "intercept/hook_body.h"
 #include "intercept/hooks.h"
+#include "intercept/ipc_handles.h"
 #include "intercept/runtime.h"
 #include "residency/engine.h"
 #include "vmm/vmm.h"
@@ -58,6 +59,10 @@ bool VmmAttribute(CUpointer_attribute a, const vmm::AllocationInfo& info, void* 
       put(static_cast<unsigned long long>(CU_MEM_HANDLE_TYPE_NONE));
       return true;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put(info.pool); return true;
+    // Exported through libvgpu (hooks_ipc.cc), as cuMemAlloc memory is by the driver.
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      put(static_cast<int>(info.pool == nullptr));
+      return true;
     default: return false;
   }
 }
@@ -74,6 +79,7 @@ CUresult NoteCreated(CUcontext* pctx, CUresult r) {
 // memory noted with it went with it.
 void ForgetContext(CUcontext ctx) {
   Runtime& rt = Runtime::Get();
+  CloseIpcImportsOf(ctx);
   rt.non_migratable().ForgetContext(ctx);
   rt.residency().ForgetContext(ctx);
 }

@@ -39,6 +39,11 @@ AllocationAccounting& Accounting() { return Runtime::Get().accounting(); }
 
 // Keys of the non-migratable table: the handle tagged by its kind.
 uint64_t NmKey(ChargeKind kind, uint64_t key) { return TaggedKey(kind, key); }
+// A released handle's memory still mapped, by its MappedHandles key (bit 60:
+// apart from every handle value, which are addresses or small integers).
+uint64_t HeldNmKey(uint64_t key) {
+  return NmKey(ChargeKind::kVmmHandle, (uint64_t{1} << 60) | key);
+}
 
 // Reserve, allocate, record; or roll back (quota/allocation_accounting.h).
 template <typename Alloc>
@@ -117,6 +122,13 @@ CUresult VmmAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool) {
 // Frees a VMM allocation; vmm::Manager returns the charge of a chunk it
 // destroys.
 CUresult VmmFreeNow(CUdeviceptr dptr) {
+  // Memory another process still maps stays allocated, and charged, until
+  // it closes it (residency/ipc_sharing.h).
+  vmm::AllocationInfo info;
+  if (Runtime::Get().vmm().Find(dptr, &info) && info.va == dptr &&
+      Runtime::Get().ipc_sharing().DeferFree(info.buffer_id, dptr)) {
+    return CUDA_SUCCESS;
+  }
   CUresult r = Runtime::Get().vmm().Free(dptr, nullptr);
   if (r == CUDA_SUCCESS) Accounting().TraceFree(ChargeKind::kPointer, dptr);
   return r;
@@ -381,10 +393,50 @@ VGPU_HOOK(cuMemCreate) CUresult CUDAAPI vgpu_hook_cuMemCreate(CUmemGenericAlloca
   });
 }
 
+// A driver frees cuMemCreate memory once it is released and unmapped: the
+// charge of a handle released while mapped waits for its last unmap
+// (quota/mapped_handles.h), and so does its non-migratable note.
 VGPU_HOOK(cuMemRelease) CUresult CUDAAPI vgpu_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
   return vgpu::WhenReadyGated([&]() -> CUresult {
+    vgpu::Runtime& rt = vgpu::Runtime::Get();
+    vgpu::Charge c;
+    if (rt.mapped_handles().IsMapped(handle) &&
+        vgpu::Accounting().TakeCharge(ChargeKind::kVmmHandle, handle, &c)) {
+      CUresult r = REAL_CALL(cuMemRelease, handle);
+      if (r != CUDA_SUCCESS) {
+        vgpu::Accounting().Commit(ChargeKind::kVmmHandle, handle, c.device, c.owner, c.bytes);
+        return r;
+      }
+      const uint64_t key = rt.mapped_handles().Defer(handle, c);
+      rt.non_migratable().Forget(vgpu::NmKey(ChargeKind::kVmmHandle, handle));
+      rt.non_migratable().Note(vgpu::HeldNmKey(key), c.bytes, nullptr);
+      return r;
+    }
     return vgpu::FreeCharged(ChargeKind::kVmmHandle, handle,
                              [&] { return REAL_CALL(cuMemRelease, handle); });
+  });
+}
+
+VGPU_HOOK(cuMemMap)
+CUresult CUDAAPI vgpu_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                    CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    CUresult r = REAL_CALL(cuMemMap, ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS) vgpu::Runtime::Get().mapped_handles().Mapped(ptr, size, handle);
+    return r;
+  });
+}
+
+VGPU_HOOK(cuMemUnmap) CUresult CUDAAPI vgpu_hook_cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  return vgpu::WhenReadyGated([&]() -> CUresult {
+    CUresult r = REAL_CALL(cuMemUnmap, ptr, size);
+    if (r != CUDA_SUCCESS) return r;
+    vgpu::Runtime& rt = vgpu::Runtime::Get();
+    for (const auto& [key, c] : rt.mapped_handles().Unmapped(ptr, size)) {
+      vgpu::Accounting().Release(c.device, c.bytes);
+      rt.non_migratable().Forget(vgpu::HeldNmKey(key));
+    }
+    return r;
   });
 }
 

@@ -16,11 +16,13 @@ class DeviceMap;
 class DriverMigrationHost : public MigrationHost {
  public:
   DriverMigrationHost(DeviceMap* devices, std::function<QuotaLedger*()> ledger,
-                      std::function<ComputeShare*()> share, std::function<bool()> running)
+                      std::function<ComputeShare*()> share, std::function<bool()> running,
+                      std::function<std::string()> sharing_refusal)
       : devices_(devices),
         ledger_(std::move(ledger)),
         share_(std::move(share)),
-        running_(std::move(running)) {}
+        running_(std::move(running)),
+        sharing_refusal_(std::move(sharing_refusal)) {}
 
   int DriverDeviceCount() override;
   std::string DriverUuid(DriverOrdinal p) override;
@@ -37,12 +39,14 @@ class DriverMigrationHost : public MigrationHost {
   bool Running() override { return running_(); }
   void CloseGate() override;
   void OpenGate() override;
+  std::string SharingRefusal() override { return sharing_refusal_(); }
 
  private:
   DeviceMap* devices_;
   std::function<QuotaLedger*()> ledger_;
   std::function<ComputeShare*()> share_;
   std::function<bool()> running_;
+  std::function<std::string()> sharing_refusal_;
 };
 
 }  // namespace vgpu

@@ -51,6 +51,7 @@ void ReportFatal(const std::string& message) {
 struct Runtime::DriverMechanisms {
   explicit DriverMechanisms(Runtime* rt)
       : vmm(driver::Cuda()),
+        imported(driver::Cuda()),
         residency(residency::EnginePorts{
             .cuda = &driver::Cuda(),
             .vmm = &vmm,
@@ -59,8 +60,10 @@ struct Runtime::DriverMechanisms {
                   rt->graph_memory().TrimUnused();  // a pool's cache need not stop a suspend
                   return rt->non_migratable().Bytes();
                 },
+            .sharing_refusal = [rt] { return rt->SharingRefusal(); },
         }) {}
   vmm::Manager vmm;
+  vmm::ImportedMemory imported;
   residency::Engine residency;
 };
 
@@ -76,6 +79,18 @@ Runtime::DriverMechanisms& Runtime::Mechanisms() {
 
 vmm::Manager& Runtime::vmm() { return Mechanisms().vmm; }
 residency::Engine& Runtime::residency() { return Mechanisms().residency; }
+vmm::ImportedMemory& Runtime::imported() { return Mechanisms().imported; }
+
+void Runtime::FreeDeferred(uint64_t buffer_id, uint64_t base) {
+  vmm::AllocationInfo info;
+  if (vmm().Find(base, &info) && info.va == base && info.buffer_id == buffer_id) {
+    vmm().Free(base, nullptr);
+  }
+}
+
+std::string Runtime::SharingRefusal() {
+  return residency::SharedMemoryRefusal(ipc_sharing_.SharedWith(imported().Exporters()));
+}
 
 Runtime::Runtime()
     : accounting_(AccountingObservers{

@@ -14,6 +14,7 @@
 #include "common/call_sites.h"
 #include "common/config/config.h"
 #include "ctl/control/agent_server.h"
+#include "ctl/control/run_dir.h"
 #include "intercept/coordination.h"
 #include "intercept/device_ledger.h"
 #include "intercept/device_map.h"
@@ -23,9 +24,12 @@
 #include "intercept/nvml_view.h"
 #include "intercept/runtime_settings.h"
 #include "quota/allocation_accounting.h"
+#include "quota/mapped_handles.h"
 #include "quota/quota_ledger.h"
 #include "residency/engine.h"
+#include "residency/ipc_sharing.h"
 #include "share/compute_share.h"
+#include "vmm/imported_memory.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -63,6 +67,8 @@ class Runtime {
   // configuration until then).
   RuntimeSettings& settings() { return settings_; }
   NonMigratableBook& non_migratable() { return non_migratable_; }
+  // cuMemCreate handles released while mapped: their charge waits for the unmap.
+  MappedHandles& mapped_handles() { return mapped_handles_; }
   // The compute share; nullptr when the policy is native, before phase two
   // and in a fork child (which has no accountant thread and holds no lease).
   // Read on every launch: one acquire load.
@@ -82,6 +88,12 @@ class Runtime {
   // table loads then, never while the configuration is being read.
   vmm::Manager& vmm();
   residency::Engine& residency();
+  // CUDA IPC of VMM-served memory (intercept/hooks_ipc.cc): other processes'
+  // memory opened here, and who shares memory with this process.
+  vmm::ImportedMemory& imported();
+  residency::IpcSharing& ipc_sharing() { return ipc_sharing_; }
+  // residency::SharedMemoryRefusal for the live peers; "" if none.
+  std::string SharingRefusal();
 
   // The process's one exit and fork handlers (registered by the constructor).
   void OnExit();
@@ -98,6 +110,8 @@ class Runtime {
   // handler, in agent_handler.cc); a failure is logged, never fatal.
   void StartAgent() noexcept;
   void ReportRefusal(int device, uint64_t bytes);
+  // Frees an exported allocation whose free waited for its importers.
+  void FreeDeferred(uint64_t buffer_id, uint64_t base);
 
   Config config_;
   std::string config_error_;
@@ -110,11 +124,16 @@ class Runtime {
   CallSites call_sites_;
   RuntimeSettings settings_;
   NonMigratableBook non_migratable_;
+  MappedHandles mapped_handles_;
+  residency::IpcSharing ipc_sharing_{
+      [](int64_t pid) { return !ctl::ProcessIsDead(static_cast<pid_t>(pid)); },
+      [this](uint64_t buffer_id, uint64_t base) { FreeDeferred(buffer_id, base); }};
   NvmlView nvml_view_;
   std::unique_ptr<Coordination> coordination_;
   DriverMigrationHost migration_host_{
       &devices_, [this] { return ledger_.get(); }, [this] { return share(); },
-      [this] { return residency().state() == residency::State::kRunning; }};
+      [this] { return residency().state() == residency::State::kRunning; },
+      [this] { return SharingRefusal(); }};
   Migration migration_{&migration_host_};
   std::array<std::atomic<CUcontext>, kPrimaryContexts>
       primary_{};                                // built once the configuration is read

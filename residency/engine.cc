@@ -158,6 +158,9 @@ void Engine::Quiesce() {
 }
 
 Status Engine::RefuseNonMigratable() {
+  if (std::string why = ports_.sharing_refusal ? ports_.sharing_refusal() : ""; !why.empty()) {
+    return Status::Error(ErrorCode::kBusy, why);
+  }
   // Graph pools' cached memory is given back first by the owner's count.
   const uint64_t n = ports_.non_migratable_bytes ? ports_.non_migratable_bytes() : 0;
   if (n == 0) return Status::Ok();

@@ -55,6 +55,9 @@ struct EnginePorts {
   // after giving back what can be (graph pools' caches). Suspend and
   // checkpoint refuse while it is not 0.
   std::function<uint64_t()> non_migratable_bytes;
+  // Why the process's memory cannot move ("" if it can): it shares device
+  // memory with another process (ipc_sharing.h). Suspend and checkpoint refuse.
+  std::function<std::string()> sharing_refusal;
 };
 
 class Engine {

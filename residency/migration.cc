@@ -170,6 +170,9 @@ Result<json> Migration::Prepare(const json& args) {
   // A suspended or checkpointed job moves too (its contexts; its memory is
   // off the device and comes back on the target at resume or restore). Its
   // gate is closed already, by the suspension, and stays so.
+  if (std::string why = host_->SharingRefusal(); !why.empty()) {
+    return Status::Error(ErrorCode::kBusy, why);
+  }
   gate_ours_ = host_->Running();
   LearnNodeUuids();
   const json pairs = args.value("pairs", json::array());

@@ -54,6 +54,9 @@ class MigrationHost {
   virtual bool Running() = 0;         // the job runs (its gate is open)
   virtual void CloseGate() = 0;
   virtual void OpenGate() = 0;
+  // Why the job cannot move ("" if it can): it shares device memory with
+  // another process (ipc_sharing.h).
+  virtual std::string SharingRefusal() { return ""; }
 };
 
 // Owned by the Runtime; one migration of the process at a time.

@@ -16,6 +16,8 @@ CUmemAllocationProp PropFor(int device) {
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
+  // Exportable, so that legacy CUDA IPC of the memory works (ExportAllocation).
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   return prop;
 }
 
@@ -244,7 +246,7 @@ void Manager::Retire(Chunk* c, bool may_cache) {
     });
   }
   auto sit = spaces_.find(c->device);
-  if (may_cache && c->mapped && sit != spaces_.end()) {
+  if (may_cache && c->mapped && !c->exported && sit != spaces_.end()) {
     Space& s = sit->second;
     uint64_t limit = CacheLimit(s, c->device);
     if (c->size <= limit && QuotaHasHeadroom(c->device)) {
@@ -371,6 +373,26 @@ CUresult Manager::Free(CUdeviceptr base, size_t* bytes) {
   if (it == entries_.end()) return CUDA_ERROR_INVALID_VALUE;
   if (bytes != nullptr) *bytes = it->second.info.size;
   FreeEntryLocked(it, true);
+  return CUDA_SUCCESS;
+}
+
+CUresult Manager::ExportAllocation(CUdeviceptr base, ExportedChunk* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(base);
+  if (it == entries_.end() || it->second.chunk == nullptr || it->second.chunk->handle == 0 ||
+      !it->second.chunk->mapped) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Chunk* c = it->second.chunk;
+  int fd = -1;
+  if (CUresult r = TABLE_CALL(cuda_, cuMemExportToShareableHandle, &fd, c->handle,
+                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  c->exported = true;
+  *out = ExportedChunk{
+      fd, c->size, it->second.offset, it->second.info.size, c->device, it->second.info.buffer_id};
   return CUDA_SUCCESS;
 }
 

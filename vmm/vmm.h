@@ -64,6 +64,7 @@ struct Chunk {
   int device = 0;
   CUcontext ctx = nullptr;  // a context of the device, for copies
   bool small = false;
+  bool exported = false;  // its physical memory was shared (CUDA IPC): never cached
   CUmemGenericAllocationHandle handle = 0;  // 0: no physical memory (released)
   bool mapped = false;  // false with a handle: cached, physical memory kept
   std::map<size_t, size_t> free_list;  // small chunks: offset -> length
@@ -95,6 +96,19 @@ struct Accounting {
   uint64_t (*available)(int device) = nullptr;  // unused quota; UINT64_MAX if none
 };
 
+// The physical memory behind one allocation, exported for CUDA IPC (legacy
+// handles of VMM-served memory, docs/vmm.md "CUDA IPC"): the allocation's
+// chunk as a POSIX file descriptor the caller owns, and where the allocation
+// sits in it.
+struct ExportedChunk {
+  int fd = -1;
+  size_t chunk_size = 0;
+  size_t offset = 0;  // of the allocation in the chunk
+  size_t size = 0;    // the allocation's, as requested
+  int device = 0;     // physical ordinal
+  uint64_t buffer_id = 0;
+};
+
 class Manager {
  public:
   // `cuda` must outlive the manager.
@@ -112,6 +126,10 @@ class Manager {
   CUresult Free(CUdeviceptr base, size_t* bytes);
   // The allocation containing p; false if p is not in one.
   bool Find(CUdeviceptr p, AllocationInfo* out);
+  // Exports the chunk of the allocation based at `base`.
+  // CUDA_ERROR_INVALID_VALUE if `base` is not one's base, or its chunk is
+  // released (suspended).
+  CUresult ExportAllocation(CUdeviceptr base, ExportedChunk* out);
   // Frees every allocation of ctx (the context is gone) and destroys the
   // cached chunks it freed last.
   void FreeContext(CUcontext ctx);

@@ -83,6 +83,12 @@ void Merge(const nlohmann::json& info, Job* job) {
     job->devices.push_back(d);
   }
   job->counters = r.counters;
+  job->shared_with.clear();
+  if (info.contains("shared_with") && info["shared_with"].is_array()) {
+    for (const auto& p : info["shared_with"]) {
+      if (p.is_number_integer()) job->shared_with.push_back(p.get<int64_t>());
+    }
+  }
   job->compute_governed = r.compute_policy != "native";
   job->UpdateAchievedShare(Clock::now());
 }

@@ -76,8 +76,9 @@ nlohmann::json ToJson(const Job& j) {
           {"preemptions", j.preemptions},
           {"bytes_moved", j.bytes_moved},
           {"compute_share", j.compute_share},
-          {"compute_share_achieved", j.achieved_share < 0 ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(j.achieved_share)},
+          {"compute_share_achieved",
+           j.achieved_share < 0 ? nlohmann::json(nullptr) : nlohmann::json(j.achieved_share)},
+          {"shared_with", j.shared_with},
           {"counters", counters}};
 }
 

@@ -57,6 +57,7 @@ struct Job {
   uint64_t migrations = 0;   // moves to another GPU by vgpud
   bool waiting_for_memory = false;  // an allocation of it waits in make_room
   Clock::time_point refused_until{};  // its agent refused a suspend: not a victim till then
+  std::vector<int64_t> shared_with;   // processes it shares device memory with (CUDA IPC)
   std::vector<std::pair<std::string, uint64_t>> counters;  // libvgpu's
   double compute_share = 0;  // percent; 0: not limited / unknown
   bool compute_governed = false;  // a compute policy other than native

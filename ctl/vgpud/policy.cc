@@ -17,7 +17,12 @@ bool Drained(const std::vector<std::string>& drained, const std::string& uuid) {
   return std::find(drained.begin(), drained.end(), uuid) != drained.end();
 }
 
-bool Refused(const Job& j, Clock::time_point now) { return now < j.refused_until; }
+// Not to be parked or moved now: its agent refused lately, or it shares device
+// memory with other processes (CUDA IPC), which libvgpu refuses to move: the
+// group stays as it is, never half parked.
+bool Pinned(const Job& j, Clock::time_point now) {
+  return now < j.refused_until || !j.shared_with.empty();
+}
 
 // Devices the job holds memory on (it may see more).
 int Holding(const Job& j) {
@@ -49,7 +54,7 @@ std::vector<pid_t> Victims(const Jobs& jobs, const std::string& uuid, pid_t exce
   std::vector<const Job*> c;
   for (const auto& [pid, j] : jobs) {
     if (pid == except || j.state != JobState::kRunning || j.FootprintOn(uuid) == 0) continue;
-    if (j.priority > priority || Refused(j, now)) continue;
+    if (j.priority > priority || Pinned(j, now)) continue;
     if (j.priority == priority && now - j.running_since < rules.quantum * j.weight) continue;
     c.push_back(&j);
   }
@@ -150,7 +155,7 @@ RoomPlan PlanRoom(const Job& requester, const std::string& uuid, uint64_t bytes,
   for (const auto& [pid, j] : jobs) {
     const uint64_t f = j.FootprintOn(uuid);
     if (pid == requester.pid || j.state != JobState::kRunning || f == 0 || Holding(j) != 1 ||
-        Refused(j, now) || d->available + f < bytes) {
+        Pinned(j, now) || d->available + f < bytes) {
       continue;
     }
     movable.push_back(&j);
@@ -175,7 +180,7 @@ std::vector<Move> PlanDrain(const Jobs& jobs, const Room& room,
   if (drained.empty()) return out;
   Room left = room;  // what the moves before this one leave
   for (const auto& [pid, j] : jobs) {
-    if (j.state != JobState::kRunning || Refused(j, now)) continue;
+    if (j.state != JobState::kRunning || Pinned(j, now)) continue;
     for (const JobDevice& d : j.devices) {
       if (d.footprint == 0 || !Drained(drained, d.uuid)) continue;
       Move m{pid, d.uuid, TargetFor(d.footprint, d.uuid, left, drained), d.footprint};

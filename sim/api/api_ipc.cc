@@ -23,7 +23,7 @@ CUresult OpenMemHandle(CUdeviceptr* pdptr, const CUipcMemHandle& handle, unsigne
   if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // Peer access is not a condition of the sim's copies and kernels
   // (sim/api/api_peer.cc), so the lazy flag has nothing to enable.
-  return OpenIpcMemory(ctx, handle, pdptr);
+  return OpenIpcMemory(AsHandle(ctx), handle, pdptr);
 }
 
 }  // namespace
@@ -32,6 +32,13 @@ SIM_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdevicep
   SIM_ENTER("cuIpcGetMemHandle");
   if (pHandle == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CurrentContextOrNull() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  // The first export moves the pages (ipc.h): work queued on them must not
+  // write the old ones meanwhile.
+  AllocInfo info;
+  if (LookupAllocation(dptr, &info) && info.ipc_fd < 0 && info.ctx != nullptr &&
+      IsValidContext(info.ctx)) {
+    SynchronizeContext(AsContext(info.ctx));
+  }
   return ExportIpcMemory(dptr, pHandle);
 }
 

@@ -1,11 +1,11 @@
 #include "sim/engine/address_space.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
 
-#include "sim/engine/ipc.h"
 #include "sim/engine/sim_state.h"
 
 namespace vgpu::sim {
@@ -149,6 +149,15 @@ bool AddressSpace::SetSyncMemops(CUdeviceptr p, bool value) {
   return true;
 }
 
+bool AddressSpace::SetIpcExport(CUdeviceptr base, int fd, uint64_t inode) {
+  std::unique_lock lock(mu_);
+  auto it = allocs_.find(base);
+  if (it == allocs_.end()) return false;
+  it->second.ipc_fd = fd;
+  it->second.ipc_inode = inode;
+  return true;
+}
+
 std::vector<AllocInfo> AddressSpace::AllocationsOf(CUcontext ctx) const {
   std::shared_lock lock(mu_);
   std::vector<AllocInfo> out;
@@ -280,7 +289,8 @@ CUresult UnmapDevice(CUdeviceptr dptr, AllocInfo* info, size_t* size) {
   }
   if (!as.RemoveAllocation(dptr, info)) return CUDA_ERROR_INVALID_VALUE;
   *size = RoundUp(info->size, kPageSize);
-  ForgetIpcExport(dptr);
+  // Importers keep their mappings (and so the pages) until they close.
+  if (info->ipc_fd >= 0) close(info->ipc_fd);
   as.RemoveMapping(dptr);
   as.Unback(dptr, *size);
   as.FreeVa(dptr, *size);

@@ -40,6 +40,8 @@ class AddressSpace {
   std::vector<AllocInfo> AllocationsOf(CUcontext ctx) const;
   // Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation containing p.
   bool SetSyncMemops(CUdeviceptr p, bool value);
+  // Records that the allocation at `base` is now backed by memfd `fd` (CUDA IPC).
+  bool SetIpcExport(CUdeviceptr base, int fd, uint64_t inode);
 
   // Backed ranges that Translate may resolve. `host` is the host address of base.
   void AddMapping(CUdeviceptr base, size_t size, void* host, int device, bool accessible);

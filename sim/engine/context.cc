@@ -79,7 +79,7 @@ void TeardownContext(Context* ctx) {
     if (a.kind == AllocKind::kDevice) FreeDeviceMemory(a.base);
     if (a.kind == AllocKind::kExternal) FreeExternalBuffer(a.base);
   }
-  CloseIpcMemoryOfContext(ctx);
+  CloseIpcMemoryOfContext(AsHandle(ctx));
   ctx->sticky_error.store(CUDA_SUCCESS);
   if (ctx->primary) {
     // A primary context comes back to life on the next retain, with a new legacy stream.

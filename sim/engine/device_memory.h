@@ -36,6 +36,10 @@ struct AllocInfo {
   CUmemoryPool pool = nullptr;
   unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
   bool sync_memops = false;  // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (cuPointerSetAttribute)
+  // Exported through CUDA IPC (ipc.h): the memfd now backing it, kept open
+  // until the allocation is freed, and its inode; -1 if never exported.
+  int ipc_fd = -1;
+  uint64_t ipc_inode = 0;
 };
 
 // Host address backing [dptr, dptr + bytes) if the whole range is accessible

@@ -6,7 +6,6 @@
 
 #include "sim/engine/handle_registry.h"
 #include "sim/engine/ipc.h"
-#include "sim/engine/stream.h"
 #include "sim/node/node_region.h"
 
 namespace vgpu::sim {
@@ -46,20 +45,6 @@ void IpcEventWaitHost(const Event* e) {
     nanosleep(&ts, nullptr);
     sleep_ns = std::min(sleep_ns * 2, 50'000L);
   }
-}
-
-CUresult IpcEventWaitStream(Stream* s, const Event* e) {
-  const uint64_t target = e->ipc->recorded.load(std::memory_order_acquire);
-  if (e->ipc->reached.load(std::memory_order_acquire) >= target) return CUDA_SUCCESS;
-  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  Op* op = s->Begin();
-  op->kind = OpKind::kWaitValue;
-  op->dst = reinterpret_cast<uint8_t*>(&e->ipc->reached);
-  op->elem = 8;
-  op->value64 = target;
-  op->mem_flags = CU_STREAM_WAIT_VALUE_GEQ;
-  s->Commit();
-  return CUDA_SUCCESS;
 }
 
 }  // namespace vgpu::sim

@@ -41,7 +41,5 @@ uint64_t NextRecordGen(Event* e);
 // Interprocess events, in any process that has one.
 bool IpcEventDone(const Event* e);
 void IpcEventWaitHost(const Event* e);
-// Makes `s` wait on the device for the event's newest record.
-CUresult IpcEventWaitStream(Stream* s, const Event* e);
 
 }  // namespace vgpu::sim

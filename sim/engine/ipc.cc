@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "sim/engine/address_space.h"
-#include "sim/engine/context.h"
 #include "sim/engine/device_memory.h"
 
 namespace vgpu::sim {
@@ -86,22 +85,15 @@ int OpenPeerFile(const Wire& w, size_t min_size) {
 
 // ---- memory ----
 
-struct Export {
-  int fd;
-  uint64_t inode;
-  uint64_t buffer_id;
-};
-
 struct Import {
-  Context* ctx;
+  CUcontext ctx;
   int pid;
   uint64_t inode;
   size_t size;  // mapped bytes
   int refs;
 };
 
-std::mutex g_mem_mu;
-auto* g_exports = new std::map<CUdeviceptr, Export>();  // never destroyed: workers may outlive exit
+std::mutex g_mem_mu;  // exports and imports
 auto* g_imports = new std::map<CUdeviceptr, Import>();
 
 // Copies the pages of [src, src+size) that were ever touched: untouched ones
@@ -118,9 +110,9 @@ void CopyTouchedPages(const uint8_t* src, uint8_t* dst, size_t size) {
 }
 
 // Moves an allocation's pages into a memfd mapped at the same place.
-CUresult MakeShareable(const AllocInfo& info, Export* out) {
+CUresult MakeShareable(AllocInfo* info) {
   AddressSpace& as = AddressSpace::Get();
-  const size_t size = RoundUp(info.size, kPageSize);
+  const size_t size = RoundUp(info->size, kPageSize);
   int fd = memfd_create("vgpu-sim-ipc", MFD_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   void* tmp = MAP_FAILED;
@@ -131,14 +123,16 @@ CUresult MakeShareable(const AllocInfo& info, Export* out) {
     close(fd);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  CopyTouchedPages(static_cast<const uint8_t*>(as.Shadow(info.base)), static_cast<uint8_t*>(tmp),
+  CopyTouchedPages(static_cast<const uint8_t*>(as.Shadow(info->base)), static_cast<uint8_t*>(tmp),
                    size);
   munmap(tmp, size);
-  if (!as.BackFile(info.base, size, fd, 0)) {
+  if (!as.BackFile(info->base, size, fd, 0)) {
     close(fd);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *out = Export{fd, InodeOf(fd), info.buffer_id};
+  info->ipc_fd = fd;
+  info->ipc_inode = InodeOf(fd);
+  as.SetIpcExport(info->base, info->ipc_fd, info->ipc_inode);
   return CUDA_SUCCESS;
 }
 
@@ -194,25 +188,15 @@ bool LegacyIpcCapable(const AllocInfo& info) {
 }
 
 CUresult ExportIpcMemory(CUdeviceptr base, CUipcMemHandle* out) {
+  std::lock_guard<std::mutex> lock(g_mem_mu);
   AllocInfo info;
   if (!LookupAllocation(base, &info) || info.base != base || !LegacyIpcCapable(info)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  // Work queued on the allocation must not write the old pages while they
-  // move. Not under g_mem_mu: a queued cuMemFreeAsync ends in ForgetIpcExport.
-  if (Context* ctx = AsContext(info.ctx); ctx != nullptr) SynchronizeContext(ctx);
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = g_exports->find(base);
-  if (it == g_exports->end() || it->second.buffer_id != info.buffer_id) {
-    if (it != g_exports->end()) {
-      close(it->second.fd);
-      g_exports->erase(it);
-    }
-    Export e{};
-    if (CUresult r = MakeShareable(info, &e); r != CUDA_SUCCESS) return r;
-    it = g_exports->emplace(base, e).first;
+  if (info.ipc_fd < 0) {
+    if (CUresult r = MakeShareable(&info); r != CUDA_SUCCESS) return r;
   }
-  Wire w = NewWire(kMemory, it->second.fd, it->second.inode);
+  Wire w = NewWire(kMemory, info.ipc_fd, info.ipc_inode);
   w.size = info.size;
   w.id = info.buffer_id;
   w.device = info.device;
@@ -220,15 +204,7 @@ CUresult ExportIpcMemory(CUdeviceptr base, CUipcMemHandle* out) {
   return CUDA_SUCCESS;
 }
 
-void ForgetIpcExport(CUdeviceptr base) {
-  std::lock_guard<std::mutex> lock(g_mem_mu);
-  auto it = g_exports->find(base);
-  if (it == g_exports->end()) return;
-  close(it->second.fd);
-  g_exports->erase(it);
-}
-
-CUresult OpenIpcMemory(Context* ctx, const CUipcMemHandle& handle, CUdeviceptr* out) {
+CUresult OpenIpcMemory(CUcontext ctx, const CUipcMemHandle& handle, CUdeviceptr* out) {
   Wire w;
   if (!Decode(handle, kMemory, &w) || w.size == 0) return CUDA_ERROR_INVALID_HANDLE;
   // cuda.h: a handle is opened in other processes; the exporter's own context
@@ -260,7 +236,7 @@ CUresult OpenIpcMemory(Context* ctx, const CUipcMemHandle& handle, CUdeviceptr* 
   info.size = w.size;
   info.kind = AllocKind::kIpcImported;
   info.device = w.device;
-  info.ctx = AsHandle(ctx);
+  info.ctx = ctx;
   as.AddAllocation(info);
   as.AddMapping(va, size, as.Shadow(va), w.device, true);
   (*g_imports)[va] = Import{ctx, w.pid, w.inode, size, 1};
@@ -278,7 +254,7 @@ CUresult CloseIpcMemory(CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 
-void CloseIpcMemoryOfContext(Context* ctx) {
+void CloseIpcMemoryOfContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(g_mem_mu);
   for (auto it = g_imports->begin(); it != g_imports->end();) {
     if (it->second.ctx != ctx) {

@@ -21,7 +21,6 @@
 
 namespace vgpu::sim {
 
-struct Context;
 struct AllocInfo;
 
 // cuda.h: an event handle can be taken of an event created with both.
@@ -46,15 +45,15 @@ void IpcEventReached(IpcEventSlot* slot, uint64_t ticket);
 
 // cuMemAlloc memory (not pool, graph or VMM memory): what cuIpcGetMemHandle exports.
 bool LegacyIpcCapable(const AllocInfo& info);
-// cuIpcGetMemHandle on the base of a cuMemAlloc allocation.
+// cuIpcGetMemHandle on the base of a cuMemAlloc allocation. The caller has
+// synchronized the allocation's context: the pages move on the first export.
 CUresult ExportIpcMemory(CUdeviceptr base, CUipcMemHandle* out);
 // cuIpcOpenMemHandle / cuIpcCloseMemHandle for context `ctx` (reference counted).
-CUresult OpenIpcMemory(Context* ctx, const CUipcMemHandle& handle, CUdeviceptr* out);
+CUresult OpenIpcMemory(CUcontext ctx, const CUipcMemHandle& handle, CUdeviceptr* out);
 CUresult CloseIpcMemory(CUdeviceptr ptr);
-// Every mapping of `ctx` (context teardown).
-void CloseIpcMemoryOfContext(Context* ctx);
-// The exporter freed `base`: its descriptor is closed (importers keep their
-// mappings, so the pages live until the last one closes).
-void ForgetIpcExport(CUdeviceptr base);
+// Every mapping of `ctx` (context teardown). An exporter's free closes the
+// allocation's memfd (address_space.cc); importers keep their mappings, so
+// the pages live until the last one closes.
+void CloseIpcMemoryOfContext(CUcontext ctx);
 
 }  // namespace vgpu::sim

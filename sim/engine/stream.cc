@@ -15,9 +15,10 @@
 #include "sim/engine/futex.h"
 #include "sim/engine/graph.h"
 #include "sim/engine/handle_registry.h"
+#include "sim/engine/ipc.h"
 #include "sim/engine/mem_pool.h"
-#include "sim/node/node_region.h"
 #include "sim/engine/sim_state.h"
+#include "sim/node/node_region.h"
 
 namespace vgpu::sim {
 namespace {
@@ -392,6 +393,20 @@ CUresult ResolveStream(CUstream h, bool per_thread_default, Stream** out) {
   auto* s = reinterpret_cast<Stream*>(h);
   if (!IsLiveStream(s)) return CUDA_ERROR_INVALID_HANDLE;
   *out = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult IpcEventWaitStream(Stream* s, const Event* e) {
+  const uint64_t target = e->ipc->recorded.load(std::memory_order_acquire);
+  if (e->ipc->reached.load(std::memory_order_acquire) >= target) return CUDA_SUCCESS;
+  if (s->capture_graph() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  Op* op = s->Begin();
+  op->kind = OpKind::kWaitValue;
+  op->dst = reinterpret_cast<uint8_t*>(&e->ipc->reached);
+  op->elem = 8;
+  op->value64 = target;
+  op->mem_flags = CU_STREAM_WAIT_VALUE_GEQ;
+  s->Commit();
   return CUDA_SUCCESS;
 }
 

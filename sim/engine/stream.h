@@ -172,4 +172,8 @@ bool IsLiveStream(Stream* s);
 void UnregisterStream(Stream* s);
 void RegisterStream(Stream* s);
 
+// Interprocess events (event.h, ipc.h): makes `s` wait on the device for the
+// event's newest record, in whichever process it was recorded.
+CUresult IpcEventWaitStream(Stream* s, const Event* e);
+
 }  // namespace vgpu::sim

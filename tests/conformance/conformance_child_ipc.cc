@@ -7,13 +7,24 @@
 //   ipcevent HEX          opens the event handle HEX: "query <code>", queues a
 //                         wait for it and a memset ("blocked <stream query>"),
 //                         then on "sync": "done <stream sync> <event sync> <query>"
+//   ipcproduce BYTES      allocates and fills BYTES with 0x1234, prints "handle HEX",
+//                         then serves lines: "check V" ("check <values != V>"),
+//                         "free" ("freed <code>"), "quit"
+//   ipcconsume HEX BYTES  opens the handle ("open <code>"), then serves lines:
+//                         "write V" ("wrote <code>"), "close" ("closed <code>"), "quit"
 //   ipcrank R MODE STEPS COUNT CUBIN
 //                         rank R of a two-process ring all-reduce of COUNT u32
 //                         with its peer on the socket at fd 3; MODE "legacy"
 //                         (cuMemAlloc + cuIpcGetMemHandle) or "fd" (cuMemCreate
 //                         + POSIX fd). Prints "result <first error> <wrong
-//                         values> <ns per step>"
+//                         values> <ns per step> <ns to open the peer's buffer>
+//                         <device bytes in use after sharing (cuMemGetInfo)>"
+//   ipcring MODE STEPS COUNT CUBIN
+//                         both ranks of that ring, spawned with a socketpair:
+//                         "rank <r> <its result line>" each; exit 0 if both passed
 #include <cuda.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,6 +114,64 @@ int OpenEvent(const std::string& hex) {
   return 0;
 }
 
+std::string Hex(const void* p, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned b = static_cast<const unsigned char*>(p)[i];
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+int Produce(size_t bytes) {
+  CUcontext ctx;
+  CUdeviceptr p = 0;
+  CUipcMemHandle h;
+  CUresult r = Setup(0, &ctx);
+  if (r == CUDA_SUCCESS) r = cuMemAlloc(&p, bytes);
+  if (r == CUDA_SUCCESS) r = cuMemsetD32(p, 0x1234, bytes / 4);
+  if (r == CUDA_SUCCESS) r = cuIpcGetMemHandle(&h, p);
+  if (r != CUDA_SUCCESS) {
+    Out("setup " + S(r));
+    return 1;
+  }
+  Out("handle " + Hex(&h, sizeof h));
+  for (std::string line; std::getline(std::cin, line) && line != "quit";) {
+    if (line.rfind("check ", 0) == 0) {
+      const uint32_t want = static_cast<uint32_t>(strtoul(line.c_str() + 6, nullptr, 0));
+      std::vector<uint32_t> v(bytes / 4);
+      r = cuMemcpyDtoH(v.data(), p, bytes);
+      size_t bad = 0;
+      for (uint32_t x : v) bad += x != want;
+      Out("check " + S(r == CUDA_SUCCESS ? static_cast<long long>(bad) : -1));
+    } else if (line == "free") {
+      Out("freed " + S(cuMemFree(p)));
+    }
+  }
+  return 0;
+}
+
+int Consume(const std::string& hex, size_t bytes) {
+  CUipcMemHandle h;
+  CUcontext ctx;
+  if (!FromHex(hex, &h, sizeof(h)) || Setup(0, &ctx) != CUDA_SUCCESS) return 2;
+  CUdeviceptr p = 0;
+  Out("open " + S(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)));
+  for (std::string line; std::getline(std::cin, line) && line != "quit";) {
+    if (line.rfind("write ", 0) == 0) {
+      const uint32_t v = static_cast<uint32_t>(strtoul(line.c_str() + 6, nullptr, 0));
+      CUresult r = cuMemsetD32(p, v, bytes / 4);
+      if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+      Out("wrote " + S(r));
+    } else if (line == "close") {
+      Out("closed " + S(cuIpcCloseMemHandle(p)));
+    }
+  }
+  return 0;
+}
+
 // ---- ring all-reduce ----
 
 bool SendAll(int fd, const void* p, size_t n) {
@@ -133,6 +202,7 @@ constexpr int kSock = 3;
 struct Shared {
   CUdeviceptr mine = 0;
   CUdeviceptr peers = 0;
+  CUmemGenericAllocationHandle handle = 0;  // of `mine` (fd mode), held like NCCL does
   CUmemGenericAllocationHandle peer_handle = 0;
   size_t size = 0;
 };
@@ -153,7 +223,7 @@ CUresult MapFd(int device, int fd, size_t size, Shared* sh) {
 }
 
 // NCCL's way: cuMemCreate with a POSIX fd handle type, the fd sent over the socket.
-CUresult ShareFd(int device, size_t bytes, Shared* sh) {
+CUresult ShareFd(int device, size_t bytes, Shared* sh, uint64_t* open_ns) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -163,7 +233,7 @@ CUresult ShareFd(int device, size_t bytes, Shared* sh) {
   CUresult r = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS) return r;
   sh->size = (bytes + gran - 1) / gran * gran;
-  CUmemGenericAllocationHandle h = 0;
+  CUmemGenericAllocationHandle& h = sh->handle;
   if ((r = cuMemCreate(&h, sh->size, &prop, 0)) != CUDA_SUCCESS) return r;
   if ((r = cuMemAddressReserve(&sh->mine, sh->size, 0, 0, 0)) != CUDA_SUCCESS) return r;
   if ((r = cuMemMap(sh->mine, sh->size, 0, h, 0)) != CUDA_SUCCESS) return r;
@@ -173,7 +243,6 @@ CUresult ShareFd(int device, size_t bytes, Shared* sh) {
   if ((r = cuMemSetAccess(sh->mine, sh->size, &access, 1)) != CUDA_SUCCESS) return r;
   int fd = -1;
   r = cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  cuMemRelease(h);  // the mapping keeps it
   if (r != CUDA_SUCCESS) return r;
   uint64_t size = sh->size;
   bool sent = SendAll(kSock, &size, sizeof(size)) && SendFd(kSock, fd);
@@ -183,10 +252,13 @@ CUresult ShareFd(int device, size_t bytes, Shared* sh) {
   if (!sent || !RecvAll(kSock, &peer_size, sizeof(peer_size)) || (peer_fd = ReceiveFd(kSock)) < 0) {
     return CUDA_ERROR_UNKNOWN;
   }
-  return MapFd(device, peer_fd, peer_size, sh);
+  const uint64_t t0 = MonotonicNs();
+  r = MapFd(device, peer_fd, peer_size, sh);
+  *open_ns = MonotonicNs() - t0;
+  return r;
 }
 
-CUresult ShareLegacy(size_t bytes, Shared* sh) {
+CUresult ShareLegacy(size_t bytes, Shared* sh, uint64_t* open_ns) {
   sh->size = bytes;
   CUipcMemHandle mine, peers;
   CUresult r = cuMemAlloc(&sh->mine, bytes);
@@ -195,7 +267,10 @@ CUresult ShareLegacy(size_t bytes, Shared* sh) {
   if (!SendAll(kSock, &mine, sizeof(mine)) || !RecvAll(kSock, &peers, sizeof(peers))) {
     return CUDA_ERROR_UNKNOWN;
   }
-  return cuIpcOpenMemHandle(&sh->peers, peers, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  const uint64_t t0 = MonotonicNs();
+  r = cuIpcOpenMemHandle(&sh->peers, peers, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  *open_ns = MonotonicNs() - t0;
+  return r;
 }
 
 // Two interprocess events: "sent" (my copy into the peer's buffer is done)
@@ -276,9 +351,14 @@ int Rank(int rank, const std::string& mode, uint32_t steps, uint64_t count, cons
   if (r == CUDA_SUCCESS) r = cuMemcpyHtoD(data, host.data(), count * 4);
   Shared sh;
   Events ev;
-  if (r == CUDA_SUCCESS)
-    r = mode == "fd" ? ShareFd(rank % ndev, count * 4, &sh) : ShareLegacy(count * 4, &sh);
+  uint64_t open_ns = 0;
+  if (r == CUDA_SUCCESS) {
+    r = mode == "fd" ? ShareFd(rank % ndev, count * 4, &sh, &open_ns)
+                     : ShareLegacy(count * 4, &sh, &open_ns);
+  }
   if (r == CUDA_SUCCESS) r = ShareEvents(&ev);
+  size_t free_b = 0, total_b = 0;
+  if (r == CUDA_SUCCESS) r = cuMemGetInfo(&free_b, &total_b);
   uint64_t t0 = MonotonicNs();
   for (uint32_t s = 0; r == CUDA_SUCCESS && s < steps; ++s)
     r = Step(s, add, st, data, sh, ev, count);
@@ -296,14 +376,45 @@ int Rank(int rank, const std::string& mode, uint32_t steps, uint64_t count, cons
   Notify(kSent, UINT32_MAX);
   Expect(kSent, UINT32_MAX);
   Out("result " + S(r) + " " + S(static_cast<long long>(wrong)) + " " +
-      S(static_cast<long long>(per_step)));
+      S(static_cast<long long>(per_step)) + " " + S(static_cast<long long>(open_ns)) + " " +
+      S(static_cast<long long>(total_b - free_b)));
   if (mode == "fd") {
     cuMemUnmap(sh.peers, sh.size);
     cuMemRelease(sh.peer_handle);
+    cuMemUnmap(sh.mine, sh.size);
+    cuMemRelease(sh.handle);
   } else if (sh.peers != 0) {
     cuIpcCloseMemHandle(sh.peers);
   }
   return r == CUDA_SUCCESS && wrong == 0 ? 0 : 1;
+}
+
+// Both ranks, spawned from this executable with a socketpair between them.
+int Ring(const std::string& mode, const std::string& steps, const std::string& count,
+         const std::string& cubin) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  int sv[2];
+  if (n <= 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 2;
+  self[n] = 0;
+  Child ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    if (!SpawnChild(self, {"ipcrank", S(r), mode, steps, count, cubin}, {}, &ranks[r], sv[r])) {
+      return 2;
+    }
+    close(sv[r]);
+  }
+  bool ok = true;
+  for (int r = 0; r < 2; ++r) {
+    std::string line, result = "none";
+    while (ReadLine(&ranks[r], &line, 60000)) {
+      if (line.rfind("result ", 0) == 0) result = line;
+    }
+    Out("rank " + S(r) + " " + result);
+    const int status = WaitChild(&ranks[r]);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok ? 0 : 1;
 }
 
 }  // namespace
@@ -312,6 +423,9 @@ int IpcChildMain(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "ipcopen" && argc == 4) return OpenMem(argv[2], strtoull(argv[3], nullptr, 0));
   if (cmd == "ipcevent" && argc == 3) return OpenEvent(argv[2]);
+  if (cmd == "ipcproduce" && argc == 3) return Produce(strtoull(argv[2], nullptr, 0));
+  if (cmd == "ipcconsume" && argc == 4) return Consume(argv[2], strtoull(argv[3], nullptr, 0));
+  if (cmd == "ipcring" && argc == 6) return Ring(argv[2], argv[3], argv[4], argv[5]);
   if (cmd == "ipcrank" && argc == 7) {
     return Rank(atoi(argv[2]), argv[3], static_cast<uint32_t>(strtoul(argv[4], nullptr, 0)),
                 strtoull(argv[5], nullptr, 0), argv[6]);

@@ -34,6 +34,7 @@
 //   freeasync / freeasync_ptsz   cuMemFreeAsync (pops)
 //   sync                 cuStreamSynchronize of the op stream
 //   create:SIZE          cuMemCreate on the current device | release  cuMemRelease (pops)
+//   map                  reserves, maps and grants access to the last handle | unmap (pops)
 //   array:W:H            cuArrayCreate_v2 (UINT8, 1 ch) | array3d:W:H:D | arrdestroy (pops)
 //   mipmap:W:H:L         cuMipmappedArrayCreate if the driver has it (else mipmap=unavailable)
 //   meminfo              meminfo=rc free=.. total=..
@@ -108,48 +109,59 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // The driver table: one typed pointer per entry point.
-#define CLIENT_FUNCS(X)                                                                            \
-  X(cuInit, "cuInit", 0)                                                                           \
-  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 0)                                             \
-  X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", 0)                                         \
-  X(cuDeviceGetCount, "cuDeviceGetCount", 0) X(cuDeviceGet, "cuDeviceGet", 0) X(                   \
-      cuDeviceGetUuid_v2, "cuDeviceGetUuid", 0) X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0)   \
-      X(cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", 0) X(                                      \
-          cuDeviceTotalMem_v2, "cuDeviceTotalMem",                                                 \
-          0) X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                               \
-               0) X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 0)                  \
-          X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0) X(                           \
-              cuCtxCreate_v4, "cuCtxCreate", 0) X(cuCtxDestroy_v2, "cuCtxDestroy", 0)              \
-              X(cuCtxSetCurrent, "cuCtxSetCurrent", 0) X(cuCtxGetDevice, "cuCtxGetDevice", 0) X(   \
-                  cuCtxPushCurrent_v2, "cuCtxPushCurrent", 0) X(cuCtxPopCurrent_v2,                \
-                                                                "cuCtxPopCurrent", 0)              \
-                  X(cuCtxSynchronize, "cuCtxSynchronize", 0) X(cuModuleLoad, "cuModuleLoad", 0) X( \
-                      cuModuleGetFunction, "cuModuleGetFunction",                                  \
-                      0) X(cuLaunchKernel, "cuLaunchKernel", 0)                                    \
-                      X(cuMemAlloc_v2, "cuMemAlloc", 0) X(cuMemFree_v2, "cuMemFree", 0) X(         \
-                          cuMemAllocPitch_v2, "cuMemAllocPitch",                                   \
-                          0) X(cuMemAllocManaged, "cuMemAllocManaged",                             \
-                               0) X(cuMemAllocAsync, "cuMemAllocAsync", 0)                         \
-                          X(cuMemAllocAsync_ptsz, "cuMemAllocAsync",                               \
-                            1) X(cuMemFreeAsync, "cuMemFreeAsync",                                 \
-                                 0) X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1)                    \
-                              X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync",                \
-                                0) X(cuMemPoolCreate, "cuMemPoolCreate",                           \
-                                     0) X(cuMemPoolDestroy, "cuMemPoolDestroy", 0)                 \
-                                  X(cuStreamCreate, "cuStreamCreate",                              \
-                                    0) X(cuStreamSynchronize, "cuStreamSynchronize", 0)            \
-                                      X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 1)        \
-                                          X(cuStreamDestroy_v2, "cuStreamDestroy", 0) X(           \
-                                              cuMemCreate, "cuMemCreate", 0)                       \
-                                              X(cuMemRelease, "cuMemRelease", 0) X(                \
-                                                  cuMemGetAllocationGranularity,                   \
-                                                  "cuMemGetAllocationGranularity",                 \
-                                                  0) X(cuArrayCreate_v2, "cuArrayCreate", 0)       \
-                                                  X(cuArray3DCreate_v2, "cuArray3DCreate", 0)      \
-                                                      X(cuArrayDestroy, "cuArrayDestroy", 0)       \
-                                                          X(cuMemGetInfo_v2, "cuMemGetInfo", 0)    \
-                                                              X(cuPointerGetAttribute,             \
-                                                                "cuPointerGetAttribute", 0)
+// clang-format off
+#define CLIENT_FUNCS(X)                                                \
+  X(cuInit, "cuInit", 0)                                               \
+  X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 0)                 \
+  X(cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute", 0)             \
+  X(cuDeviceGetCount, "cuDeviceGetCount", 0)                           \
+  X(cuDeviceGet, "cuDeviceGet", 0)                                     \
+  X(cuDeviceGetUuid_v2, "cuDeviceGetUuid", 0)                          \
+  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0)                     \
+  X(cuDeviceGetByPCIBusId, "cuDeviceGetByPCIBusId", 0)                 \
+  X(cuDeviceTotalMem_v2, "cuDeviceTotalMem", 0)                        \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0)           \
+  X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 0)      \
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0)          \
+  X(cuCtxCreate_v4, "cuCtxCreate", 0)                                  \
+  X(cuCtxDestroy_v2, "cuCtxDestroy", 0)                                \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", 0)                             \
+  X(cuCtxGetDevice, "cuCtxGetDevice", 0)                               \
+  X(cuCtxPushCurrent_v2, "cuCtxPushCurrent", 0)                        \
+  X(cuCtxPopCurrent_v2, "cuCtxPopCurrent", 0)                          \
+  X(cuCtxSynchronize, "cuCtxSynchronize", 0)                           \
+  X(cuModuleLoad, "cuModuleLoad", 0)                                   \
+  X(cuModuleGetFunction, "cuModuleGetFunction", 0)                     \
+  X(cuLaunchKernel, "cuLaunchKernel", 0)                               \
+  X(cuMemAlloc_v2, "cuMemAlloc", 0)                                    \
+  X(cuMemFree_v2, "cuMemFree", 0)                                      \
+  X(cuMemAllocPitch_v2, "cuMemAllocPitch", 0)                          \
+  X(cuMemAllocManaged, "cuMemAllocManaged", 0)                         \
+  X(cuMemAllocAsync, "cuMemAllocAsync", 0)                             \
+  X(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 1)                        \
+  X(cuMemFreeAsync, "cuMemFreeAsync", 0)                               \
+  X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 1)                          \
+  X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 0)             \
+  X(cuMemPoolCreate, "cuMemPoolCreate", 0)                             \
+  X(cuMemPoolDestroy, "cuMemPoolDestroy", 0)                           \
+  X(cuStreamCreate, "cuStreamCreate", 0)                               \
+  X(cuStreamSynchronize, "cuStreamSynchronize", 0)                     \
+  X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 1)                \
+  X(cuStreamDestroy_v2, "cuStreamDestroy", 0)                          \
+  X(cuMemCreate, "cuMemCreate", 0)                                     \
+  X(cuMemRelease, "cuMemRelease", 0)                                   \
+  X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", 0) \
+  X(cuArrayCreate_v2, "cuArrayCreate", 0)                              \
+  X(cuArray3DCreate_v2, "cuArray3DCreate", 0)                          \
+  X(cuArrayDestroy, "cuArrayDestroy", 0)                               \
+  X(cuMemGetInfo_v2, "cuMemGetInfo", 0)                                \
+  X(cuPointerGetAttribute, "cuPointerGetAttribute", 0)                 \
+  X(cuMemAddressReserve, "cuMemAddressReserve", 0)                     \
+  X(cuMemAddressFree, "cuMemAddressFree", 0)                           \
+  X(cuMemMap, "cuMemMap", 0)                                           \
+  X(cuMemUnmap, "cuMemUnmap", 0)                                       \
+  X(cuMemSetAccess, "cuMemSetAccess", 0)
+// clang-format on
 
 // The CUDA 3.x context stack (before 4.0 added the _v2 entry points), as old
 // binaries reach it: by symbol, or through cuGetProcAddress with version 3020.
@@ -368,6 +380,8 @@ bool LibcudaLoaded() {
 struct State {
   std::vector<CUdeviceptr> ptrs;
   std::vector<CUmemGenericAllocationHandle> handles;
+  std::vector<uint64_t> handle_bytes;                // of each handle
+  std::vector<std::pair<CUdeviceptr, size_t>> maps;  // map / unmap
   std::vector<CUarray> arrays;
   std::vector<CUmipmappedArray> mipmaps;
   std::vector<CUcontext> ctxs;
@@ -637,13 +651,39 @@ void RunOp(State& s, const std::string& op) {
     uint64_t bytes = Size(arg(1));
     CUmemGenericAllocationHandle h = 0;
     if (r == CUDA_SUCCESS) r = api.cuMemCreate(&h, bytes, &prop, 0);
-    if (r == CUDA_SUCCESS) s.handles.push_back(h);
+    if (r == CUDA_SUCCESS) {
+      s.handles.push_back(h);
+      s.handle_bytes.push_back(bytes);
+    }
     Out("create=%d", Rc(r));
     Out("create.granularity=%zu", gran);
   } else if (name == "release") {
     if (s.handles.empty()) Die("release: no handle");
     Out("release=%d", Rc(api.cuMemRelease(s.handles.back())));
     s.handles.pop_back();
+    s.handle_bytes.pop_back();
+  } else if (name == "map") {
+    if (s.handles.empty()) Die("map: no handle");
+    CUdevice d = 0;
+    api.cuCtxGetDevice(&d);
+    const size_t bytes = s.handle_bytes.back();
+    CUdeviceptr va = 0;
+    CUresult r = api.cuMemAddressReserve(&va, bytes, 0, 0, 0);
+    if (r == CUDA_SUCCESS) r = api.cuMemMap(va, bytes, 0, s.handles.back(), 0);
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = d;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (r == CUDA_SUCCESS) r = api.cuMemSetAccess(va, bytes, &access, 1);
+    if (r == CUDA_SUCCESS) s.maps.emplace_back(va, bytes);
+    Out("map=%d", Rc(r));
+  } else if (name == "unmap") {
+    if (s.maps.empty()) Die("unmap: nothing mapped");
+    auto [va, bytes] = s.maps.back();
+    s.maps.pop_back();
+    CUresult r = api.cuMemUnmap(va, bytes);
+    if (r == CUDA_SUCCESS) r = api.cuMemAddressFree(va, bytes);
+    Out("unmap=%d", Rc(r));
   } else if (name == "array" || name == "array3d") {
     CUarray h = nullptr;
     CUresult r;

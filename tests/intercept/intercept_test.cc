@@ -79,6 +79,8 @@ TEST_P(PathTest, EveryAllocationPathCounts) {
       {"cuMemAllocAsync_ptsz", {"async_ptsz:40M", "sync"}, {"freeasync_ptsz", "sync"}},
       {"cuMemAllocFromPoolAsync", {"pool:40M", "sync"}, {"freeasync", "sync"}},
       {"cuMemCreate", {"create:40M"}, {"release"}},
+      // Released while mapped: a driver frees it only at the unmap.
+      {"cuMemCreate mapped", {"create:40M", "map", "release"}, {"unmap"}},
       {"cuArrayCreate", {"array:40960:1024"}, {"arrdestroy"}},
       {"cuArray3DCreate", {"array3d:4096:1024:10"}, {"arrdestroy"}},
   };

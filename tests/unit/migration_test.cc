@@ -32,6 +32,7 @@ class FakeHost : public MigrationHost {
   std::atomic<bool> driver_running{true};  // read by the watchdog thread
   bool gate_closed = false;
   int view_moves = 0;
+  std::string sharing;
 
   int DriverDeviceCount() override { return static_cast<int>(driver.size()); }
   std::string DriverUuid(DriverOrdinal p) override {
@@ -60,6 +61,7 @@ class FakeHost : public MigrationHost {
     EXPECT_TRUE(gate_closed) << "opened a gate it did not close";
     gate_closed = false;
   }
+  std::string SharingRefusal() override { return sharing; }
 };
 
 json Pairs(std::vector<std::pair<std::string, std::string>> pairs, int64_t hold_ms = 300000) {
@@ -92,6 +94,17 @@ TEST_F(MigrationTest, PrepareReservesOnTheTargetAndHoldsTheJob) {
   EXPECT_TRUE(host_.gate_closed);
   EXPECT_EQ(Used(0), 100 * kMiB) << "still charged on the source";
   EXPECT_EQ(Used(2), 100 * kMiB) << "reserved on the target";
+}
+
+// A job that shares device memory with another process does not move alone.
+TEST_F(MigrationTest, AJobSharingMemoryIsRefusedBeforeAnythingIsHeld) {
+  host_.sharing = "memory shared with PIDs 12 (CUDA IPC)";
+  Result<json> r = migration_->Prepare(Pairs({{"GPU-0", "GPU-2"}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
+  EXPECT_EQ(r.status().message, host_.sharing);
+  EXPECT_FALSE(host_.gate_closed);
+  EXPECT_EQ(Used(2), 0u) << "nothing reserved on the target";
 }
 
 TEST_F(MigrationTest, FinishMovesTheChargeAndTheViewWhereTheDriverMovedTheJob) {

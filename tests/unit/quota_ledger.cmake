@@ -19,3 +19,10 @@ add_executable(graph_memory_charge_test graph_memory_charge_test.cc)
 target_link_libraries(graph_memory_charge_test PRIVATE vgpu_quota vgpu_common vgpu_warnings
                       GTest::gtest_main)
 gtest_discover_tests(graph_memory_charge_test PROPERTIES LABELS unit TIMEOUT 30)
+
+# cuMemCreate memory released while still mapped (quota/mapped_handles.h): the
+# charge waits for the last unmap.
+add_executable(mapped_handles_test mapped_handles_test.cc)
+target_link_libraries(mapped_handles_test PRIVATE vgpu_quota vgpu_common vgpu_warnings
+                      GTest::gtest_main)
+gtest_discover_tests(mapped_handles_test PROPERTIES LABELS unit TIMEOUT 30)

@@ -15,3 +15,9 @@ gtest_discover_tests(residency_engine_test DISCOVERY_TIMEOUT 60 PROPERTIES LABEL
 add_executable(migration_test migration_test.cc)
 target_link_libraries(migration_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
 gtest_discover_tests(migration_test PROPERTIES LABELS unit TIMEOUT 60)
+
+# Who a process shares IPC memory with, and the frees that wait for importers
+# (residency/ipc_sharing.h), with a fake liveness check.
+add_executable(ipc_sharing_test ipc_sharing_test.cc)
+target_link_libraries(ipc_sharing_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
+gtest_discover_tests(ipc_sharing_test PROPERTIES LABELS unit TIMEOUT 60)

@@ -77,10 +77,13 @@ class ResidencyEngineTest : public ::testing::Test {
   }
 
   uint64_t non_migratable_ = 0;
+  std::string sharing_;
   CUcontext ctx_ = nullptr;
   vmm::Manager vmm_{Sim()};
-  Engine engine_{EnginePorts{
-      .cuda = &Sim(), .vmm = &vmm_, .non_migratable_bytes = [this] { return non_migratable_; }}};
+  Engine engine_{EnginePorts{.cuda = &Sim(),
+                             .vmm = &vmm_,
+                             .non_migratable_bytes = [this] { return non_migratable_; },
+                             .sharing_refusal = [this] { return sharing_; }}};
   CUdeviceptr va_ = 0;
   std::vector<uint8_t> pattern_;
   std::filesystem::path dir_;
@@ -125,6 +128,22 @@ TEST_F(ResidencyEngineTest, NonMigratableMemoryRefusesSuspendAndCheckpointAndLea
   EXPECT_FALSE(g_gate_closed.load());
   EXPECT_EQ(counters::Get(counters::Id::kSuspends), suspends) << "a refusal counts nothing";
   EXPECT_EQ(Read(), pattern_);
+}
+
+// Memory shared with another process (CUDA IPC) is never moved from under it.
+TEST_F(ResidencyEngineTest, SharedMemoryRefusesSuspendAndCheckpointWithThePeers) {
+  sharing_ = "memory shared with PIDs 12, 34 (CUDA IPC)";
+  Result r = engine_.Suspend({});
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
+  EXPECT_EQ(r.status().message, sharing_);
+  r = engine_.Checkpoint(dir_.string(), false, {});
+  EXPECT_EQ(r.status().code, ErrorCode::kBusy);
+  EXPECT_EQ(engine_.state(), State::kRunning);
+  EXPECT_FALSE(g_gate_closed.load());
+  EXPECT_EQ(Read(), pattern_);
+  sharing_.clear();
+  EXPECT_TRUE(engine_.Suspend({}).ok());
+  EXPECT_TRUE(engine_.Resume({}).ok());
 }
 
 TEST_F(ResidencyEngineTest, CheckpointThenResumeRestoresFromTheImage) {

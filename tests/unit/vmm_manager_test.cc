@@ -6,20 +6,21 @@
 // manager makes for suspend/resume go through test wrappers that can fail one
 // of them on demand (the sim's VGPU_SIM_FAULTS counts every call of the
 // process, the test's own copies included).
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <atomic>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "driver/real_driver.h"
+#include "vmm/imported_memory.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -71,6 +72,9 @@ driver::RealCuda SimTable() {
   t.cuEventDestroy_v2_ = &::cuEventDestroy_v2;
   t.cuMemHostRegister_v2_ = &::cuMemHostRegister_v2;
   t.cuMemHostUnregister_ = &::cuMemHostUnregister;
+  t.cuMemExportToShareableHandle_ = &::cuMemExportToShareableHandle;
+  t.cuMemImportFromShareableHandle_ = &::cuMemImportFromShareableHandle;
+  t.cuMemAddressFree_ = &::cuMemAddressFree;
   return t;
 }
 
@@ -476,6 +480,45 @@ CUresult CUDAAPI RefuseCreate(CUmemGenericAllocationHandle*, size_t, const CUmem
 // The manager calls the table it was given, not a driver bound at link time:
 // a table whose cuMemCreate refuses makes its allocations fail, while the
 // fixture's manager on the unmodified table still allocates.
+// CUDA IPC of VMM-served memory: the allocation's chunk exported as a POSIX fd
+// and mapped again (here in the same process: the sim's fds are memfds) shows
+// the same bytes, at the allocation's offset; an exported chunk is never cached.
+TEST_F(VmmManagerTest, ExportedAllocationMapsElsewhereAndIsNeverCached) {
+  CUdeviceptr other = Alloc(4096);
+  CUdeviceptr p = Alloc(8192);  // shares the small chunk, at an offset
+  const std::vector<uint8_t> data = Pattern(8192, 7);
+  Write(p, data);
+  ExportedChunk c;
+  ASSERT_EQ(m_.ExportAllocation(p + 256, &c), CUDA_ERROR_INVALID_VALUE) << "not a base";
+  ASSERT_EQ(m_.ExportAllocation(p, &c), CUDA_SUCCESS);
+  EXPECT_EQ(c.chunk_size, 2 * kMiB);
+  EXPECT_EQ(c.size, 8192u);
+  EXPECT_NE(c.offset, 0u);
+  ImportedMemory imported(TestTable());
+  const ImportKey key{1234, c.buffer_id, ctx_[0]};
+  EXPECT_EQ(imported.Reopen(key), 0u);
+  CUdeviceptr q = 0;
+  ASSERT_EQ(imported.Open(key, c.fd, c.chunk_size, c.offset, 0, &q), CUDA_SUCCESS);
+  close(c.fd);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(Read(q, data.size()), data);
+  EXPECT_EQ(g_charged, 2 * kMiB) << "an import is not charged";
+  EXPECT_EQ(imported.Reopen(key), q) << "opened again: the same pointer";
+  EXPECT_EQ(imported.Exporters(), std::set<int64_t>{1234});
+  ImportKey closed;
+  bool last = true;
+  ASSERT_EQ(imported.Close(q, &closed, &last), CUDA_SUCCESS);
+  EXPECT_FALSE(last);
+  ASSERT_EQ(imported.Close(q, &closed, &last), CUDA_SUCCESS);
+  EXPECT_TRUE(last);
+  EXPECT_EQ(closed, key);
+  EXPECT_EQ(imported.Close(q, &closed, &last), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(imported.Exporters().empty());
+  Free(other);
+  Free(p);
+  EXPECT_EQ(g_charged, 0u) << "an exported chunk is released, not cached";
+}
+
 TEST_F(VmmManagerTest, UsesOnlyTheDriverTableItIsGiven) {
   driver::RealCuda refusing = SimTable();
   refusing.cuMemCreate_ = &RefuseCreate;

@@ -106,6 +106,15 @@ TEST(VictimsTest, ARecentRefusalBacksOff) {
   EXPECT_EQ(Victims(Of({j}), "A", 9, Priority::kNormal, Quantum(30), kNow + seconds(5)), Pids{4});
 }
 
+// A job sharing device memory with another process (CUDA IPC) is never parked
+// or moved alone: libvgpu would refuse, and half a group must not wait.
+TEST(VictimsTest, AJobSharingMemoryIsNeverAVictim) {
+  Job shared = MakeJob(4, Priority::kLow, {{"A", 4}});
+  shared.shared_with = {5};
+  const Jobs jobs = Of({shared, MakeJob(6, Priority::kLow, {{"A", 4}})});
+  EXPECT_EQ(Victims(jobs, "A", 9, Priority::kNormal, Quantum(30), kNow), Pids{6});
+}
+
 TEST(VictimsTest, OnlyRunningJobsOnThatDeviceOtherThanTheRequester) {
   Job parked = Waiting(MakeJob(2, Priority::kLow, {{"A", 4}}), seconds(1));
   Job by_hand = MakeJob(3, Priority::kLow, {{"A", 4}});
