@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -97,16 +98,35 @@ std::mutex g_mem_mu;  // exports and imports
 auto* g_imports = new std::map<CUdeviceptr, Import>();
 
 // Copies the pages of [src, src+size) that were ever touched: untouched ones
-// read as zero in both places, and copying them would allocate them.
+// read as zero in both places, and copying them would allocate them. Touched
+// means present or swapped out (/proc/self/pagemap bits 63 and 62; mincore
+// would miss swapped pages); without pagemap, everything is copied.
 void CopyTouchedPages(const uint8_t* src, uint8_t* dst, size_t size) {
-  std::vector<unsigned char> resident(size / kPageSize);
-  if (mincore(const_cast<uint8_t*>(src), size, resident.data()) != 0) {
+  const size_t pages = size / kPageSize;
+  int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  constexpr size_t kBatch = 65536;
+  std::vector<uint64_t> entries(std::min(pages, kBatch));
+  for (size_t first = 0; fd >= 0 && first < pages; first += kBatch) {
+    const size_t n = std::min(kBatch, pages - first);
+    const off_t at = static_cast<off_t>((reinterpret_cast<uintptr_t>(src) / kPageSize + first) *
+                                        sizeof(uint64_t));
+    if (pread(fd, entries.data(), n * sizeof(uint64_t), at) !=
+        static_cast<ssize_t>(n * sizeof(uint64_t))) {
+      close(fd);
+      fd = -1;
+      break;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if ((entries[i] >> 62) == 0) continue;
+      const size_t off = (first + i) * kPageSize;
+      std::memcpy(dst + off, src + off, kPageSize);
+    }
+  }
+  if (fd < 0) {
     std::memcpy(dst, src, size);
     return;
   }
-  for (size_t i = 0; i < resident.size(); ++i) {
-    if ((resident[i] & 1) != 0) std::memcpy(dst + i * kPageSize, src + i * kPageSize, kPageSize);
-  }
+  close(fd);
 }
 
 // Moves an allocation's pages into a memfd mapped at the same place.
