@@ -4,7 +4,7 @@ namespace vgpu::residency {
 
 void IpcSharing::NoteImporter(uint64_t buffer_id, int64_t pid) {
   std::lock_guard<std::mutex> lock(mu_);
-  importers_[buffer_id].insert(pid);
+  ++importers_[buffer_id][pid];
 }
 
 void IpcSharing::ForgetImporter(uint64_t buffer_id, int64_t pid) {
@@ -13,7 +13,8 @@ void IpcSharing::ForgetImporter(uint64_t buffer_id, int64_t pid) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = importers_.find(buffer_id);
     if (it == importers_.end()) return;
-    it->second.erase(pid);
+    auto p = it->second.find(pid);
+    if (p != it->second.end() && --p->second == 0) it->second.erase(p);
     if (!it->second.empty()) return;
     importers_.erase(it);
     if (auto d = deferred_.find(buffer_id); d != deferred_.end()) {
@@ -38,9 +39,9 @@ std::vector<int64_t> IpcSharing::SharedWith(const std::set<int64_t>& exporters) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = importers_.begin(); it != importers_.end();) {
-      std::erase_if(it->second, [&](int64_t pid) { return !alive_(pid); });
+      std::erase_if(it->second, [&](const auto& entry) { return !alive_(entry.first); });
       if (!it->second.empty()) {
-        pids.insert(it->second.begin(), it->second.end());
+        for (const auto& [pid, mappings] : it->second) pids.insert(pid);
         ++it;
         continue;
       }

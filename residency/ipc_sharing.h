@@ -32,6 +32,8 @@ class IpcSharing {
   IpcSharing(std::function<bool(int64_t)> alive, std::function<void(uint64_t, uint64_t)> free)
       : alive_(std::move(alive)), free_(std::move(free)) {}
 
+  // A process mapped the buffer (once per opening context), or closed one
+  // such mapping.
   void NoteImporter(uint64_t buffer_id, int64_t pid);
   void ForgetImporter(uint64_t buffer_id, int64_t pid);
   // True if `buffer_id` (at `base`) still has importers: its free is deferred
@@ -49,7 +51,9 @@ class IpcSharing {
   std::function<bool(int64_t)> alive_;
   std::function<void(uint64_t, uint64_t)> free_;
   std::mutex mu_;
-  std::map<uint64_t, std::set<int64_t>> importers_;  // buffer id -> pids
+  // buffer id -> importing pid -> its live mappings (one per context that
+  // opened the buffer: each tells its own close)
+  std::map<uint64_t, std::map<int64_t, int>> importers_;
   std::map<uint64_t, uint64_t> deferred_;            // buffer id -> base of a freed allocation
 };
 

@@ -32,6 +32,19 @@ TEST_F(IpcSharingTest, ImportersAndExportersAreSharingPeers) {
   EXPECT_TRUE(book_.SharedWith({}).empty());
 }
 
+// Two contexts of one process opened the buffer: it shares until both closed.
+TEST_F(IpcSharingTest, EachMappingOfAProcessIsCounted) {
+  book_.NoteImporter(7, 300);
+  book_.NoteImporter(7, 300);
+  ASSERT_TRUE(book_.DeferFree(7, 0x3000));
+  book_.ForgetImporter(7, 300);
+  EXPECT_EQ(book_.SharedWith({}), (std::vector<int64_t>{300}));
+  EXPECT_TRUE(freed_.empty());
+  book_.ForgetImporter(7, 300);
+  EXPECT_TRUE(book_.SharedWith({}).empty());
+  EXPECT_EQ(freed_, (std::vector<uint64_t>{0x3000}));
+}
+
 TEST_F(IpcSharingTest, ExitedProcessesShareNothing) {
   book_.NoteImporter(7, 300);
   dead_.insert(300);
