@@ -126,23 +126,41 @@ CUresult Open(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned flags) {
 
 }  // namespace
 
+namespace {
+
+// An unsigned integer argument; false if missing or of another type.
+bool U64Arg(const ctl::Request& req, const char* name, uint64_t* out) {
+  auto it = req.args.find(name);
+  if (it == req.args.end() || !it->is_number_unsigned()) return false;
+  *out = it->get<uint64_t>();
+  return true;
+}
+
+}  // namespace
+
 ctl::Response ServeIpcExport(const ctl::Request& req) {
-  const uint64_t base = req.args.value("base", uint64_t{0});
-  const uint64_t buffer_id = req.args.value("buffer_id", uint64_t{0});
-  vmm::ExportedChunk c;
+  uint64_t base = 0, buffer_id = 0;
+  if (!U64Arg(req, "base", &base) || !U64Arg(req, "buffer_id", &buffer_id)) {
+    return ctl::Response::Error(ctl::ErrorCode::kInval,
+                                "ipc_export needs unsigned base and buffer_id");
+  }
   Runtime& rt = Runtime::Get();
+  // Noted before the chunk leaves: from here on this process refuses to be
+  // suspended, so the importer never maps memory that a suspend released.
+  rt.ipc_sharing().NoteImporter(buffer_id, req.peer_pid);
+  vmm::ExportedChunk c;
   CUresult r = rt.vmm().ExportAllocation(base, &c);
   if (r == CUDA_SUCCESS && c.buffer_id != buffer_id) {
     close(c.fd);
     r = CUDA_ERROR_INVALID_VALUE;
   }
   if (r != CUDA_SUCCESS) {
+    rt.ipc_sharing().ForgetImporter(buffer_id, req.peer_pid);
     return ctl::Response::Error(ctl::ErrorCode::kNoEnt,
                                 "no live allocation of this handle (freed, or the process is "
                                 "suspended): CUresult " +
                                     std::to_string(r));
   }
-  rt.ipc_sharing().NoteImporter(buffer_id, req.peer_pid);
   ctl::Response resp =
       ctl::Response::Ok({{"chunk_size", c.chunk_size}, {"offset", c.offset}, {"size", c.size}});
   resp.fds.push_back(c.fd);
@@ -150,8 +168,11 @@ ctl::Response ServeIpcExport(const ctl::Request& req) {
 }
 
 ctl::Response ServeIpcClose(const ctl::Request& req) {
-  Runtime::Get().ipc_sharing().ForgetImporter(req.args.value("buffer_id", uint64_t{0}),
-                                              req.peer_pid);
+  uint64_t buffer_id = 0;
+  if (!U64Arg(req, "buffer_id", &buffer_id)) {
+    return ctl::Response::Error(ctl::ErrorCode::kInval, "ipc_close needs an unsigned buffer_id");
+  }
+  Runtime::Get().ipc_sharing().ForgetImporter(buffer_id, req.peer_pid);
   return ctl::Response::Ok();
 }
 
