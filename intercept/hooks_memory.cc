@@ -125,8 +125,8 @@ CUresult VmmFreeNow(CUdeviceptr dptr) {
   // Memory another process still maps stays allocated, and charged, until
   // it closes it (residency/ipc_sharing.h).
   vmm::AllocationInfo info;
-  if (Runtime::Get().vmm().Find(dptr, &info) && info.va == dptr &&
-      Runtime::Get().ipc_sharing().DeferFree(info.buffer_id, dptr)) {
+  if (Runtime::Get().ipc_sharing().Exporting() && Runtime::Get().vmm().Find(dptr, &info) &&
+      info.va == dptr && Runtime::Get().ipc_sharing().DeferFree(info.buffer_id, dptr)) {
     return CUDA_SUCCESS;
   }
   CUresult r = Runtime::Get().vmm().Free(dptr, nullptr);

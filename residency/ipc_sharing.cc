@@ -5,6 +5,7 @@ namespace vgpu::residency {
 void IpcSharing::NoteImporter(uint64_t buffer_id, int64_t pid) {
   std::lock_guard<std::mutex> lock(mu_);
   ++importers_[buffer_id][pid];
+  exporting_.store(true, std::memory_order_release);
 }
 
 void IpcSharing::ForgetImporter(uint64_t buffer_id, int64_t pid) {
@@ -17,6 +18,7 @@ void IpcSharing::ForgetImporter(uint64_t buffer_id, int64_t pid) {
     if (p != it->second.end() && --p->second == 0) it->second.erase(p);
     if (!it->second.empty()) return;
     importers_.erase(it);
+    exporting_.store(!importers_.empty(), std::memory_order_release);
     if (auto d = deferred_.find(buffer_id); d != deferred_.end()) {
       done.emplace_back(d->first, d->second);
       deferred_.erase(d);
@@ -51,6 +53,7 @@ std::vector<int64_t> IpcSharing::SharedWith(const std::set<int64_t>& exporters) 
       }
       it = importers_.erase(it);
     }
+    exporting_.store(!importers_.empty(), std::memory_order_release);
   }
   CompleteFrees(done);
   for (int64_t pid : exporters) {

@@ -13,6 +13,7 @@
 //    exits; then it is freed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,6 +37,9 @@ class IpcSharing {
   // such mapping.
   void NoteImporter(uint64_t buffer_id, int64_t pid);
   void ForgetImporter(uint64_t buffer_id, int64_t pid);
+  // Whether any allocation of this process is imported anywhere: one load,
+  // so that a free pays nothing more while nothing is shared.
+  bool Exporting() const { return exporting_.load(std::memory_order_acquire); }
   // True if `buffer_id` (at `base`) still has importers: its free is deferred
   // until they are gone.
   bool DeferFree(uint64_t buffer_id, uint64_t base);
@@ -54,6 +58,7 @@ class IpcSharing {
   // buffer id -> importing pid -> its live mappings (one per context that
   // opened the buffer: each tells its own close)
   std::map<uint64_t, std::map<int64_t, int>> importers_;
+  std::atomic<bool> exporting_{false};               // !importers_.empty()
   std::map<uint64_t, uint64_t> deferred_;            // buffer id -> base of a freed allocation
 };
 

@@ -21,15 +21,18 @@ class IpcSharingTest : public ::testing::Test {
 
 TEST_F(IpcSharingTest, ImportersAndExportersAreSharingPeers) {
   EXPECT_TRUE(book_.SharedWith({}).empty());
+  EXPECT_FALSE(book_.Exporting());
   book_.NoteImporter(7, 300);
   book_.NoteImporter(8, 200);
   book_.NoteImporter(7, 200);
+  EXPECT_TRUE(book_.Exporting());
   EXPECT_EQ(book_.SharedWith({100}), (std::vector<int64_t>{100, 200, 300}));
   book_.ForgetImporter(7, 200);
   EXPECT_EQ(book_.SharedWith({}), (std::vector<int64_t>{200, 300}));  // still imports buffer 8
   book_.ForgetImporter(8, 200);
   book_.ForgetImporter(7, 300);
   EXPECT_TRUE(book_.SharedWith({}).empty());
+  EXPECT_FALSE(book_.Exporting());
 }
 
 // Two contexts of one process opened the buffer: it shares until both closed.
