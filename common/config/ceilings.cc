@@ -53,6 +53,21 @@ class Ceiling {
     Take(o);
   }
 
+  // Not being preempted is a privilege over every other job on the node: the
+  // admin's value when it sets one, else the default (preemptible).
+  void Preemptible() {
+    const size_t o = OptionIndex("VGPU_PREEMPTIBLE");
+    if (admin_->set[o]) {
+      Fix("VGPU_PREEMPTIBLE", u_->preemptible != a_->preemptible,
+          [this] { u_->preemptible = a_->preemptible; });
+      return;
+    }
+    if (u_->preemptible) return;
+    if (user_->set[o]) Refuse(o, "would exempt the job from preemption, which only an admin may");
+    u_->preemptible = true;
+    Take(o);
+  }
+
   void Weight() {
     const size_t o = OptionIndex("VGPU_COMPUTE_WEIGHT");
     const uint32_t cap = a_->WeightCeiling();
@@ -126,8 +141,12 @@ Status ApplyCeilingFile(const std::string& path, LoadState* user) {
     u->visible_devices = admin->visible_devices;
     u->visible_devices_set = admin->visible_devices_set;
   });
+  // Labels: a tenant must not pass for another claim or pod.
+  c.Fix("VGPU_CLAIM", u->claim != admin->claim, [&] { u->claim = admin->claim; });
+  c.Fix("VGPU_POD", u->pod != admin->pod, [&] { u->pod = admin->pod; });
   c.ComputePolicy();
   c.Priority();
+  c.Preemptible();
   c.Weight();
   c.MemoryLimit();
   c.Share();

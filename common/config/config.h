@@ -80,6 +80,14 @@ struct Config {
   bool high_priority() const { return priority == Priority::kHigh; }
   ComputePolicy compute_policy = ComputePolicy::kAuto;  // VGPU_COMPUTE_POLICY
   std::string sched_region;  // VGPU_SCHED_REGION; empty: the node's (kNodeSchedRegion)
+  // VGPU_PREEMPTIBLE: false asks vgpud never to suspend, rotate, park or
+  // move the process for another job; a ceiling (only an admin file may set
+  // false).
+  bool preemptible = true;
+  // VGPU_CLAIM, VGPU_POD: labels only ("namespace/name"; empty: none), for
+  // vgpuctl ps and vgpud's metrics. Fixed by an admin file that sets them.
+  std::string claim;
+  std::string pod;
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
   bool trace_allocations = false;  // VGPU_TRACE_ALLOCATIONS: live bytes per call site
   // The control path (ctl/control): empty means the default, computed where

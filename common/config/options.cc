@@ -14,6 +14,10 @@ namespace vgpu::config_internal {
 namespace {
 
 constexpr size_t kMaxGroupChars = 100;
+// A Kubernetes "namespace/name": a namespace (a DNS label, at most 63) and a
+// name (a DNS subdomain, at most 253); 253 on each side leaves room for
+// whatever an orchestrator other than Kubernetes writes.
+constexpr size_t kMaxLabelChars = 253 + 1 + 253;
 
 // ---------------------------------------------------------------------------
 // VGPU_VISIBLE_DEVICES
@@ -95,6 +99,28 @@ Status ParseGroup(const Input& in, Config* cfg) {
   cfg->group = g;
   return Status::Ok();
 }
+
+// VGPU_CLAIM and VGPU_POD: names that only label the job (vgpuctl ps, vgpud's
+// metrics), so any printable text; no white space, so that a ps column and a
+// metrics label stay one token.
+Status ParseLabel(const Input& in, std::string* out) {
+  const std::string& v = in.text;
+  bool ok = !v.empty() && v.size() <= kMaxLabelChars;
+  for (char c : v) ok = ok && c > ' ' && c < 0x7f;
+  if (!ok) {
+    return Fail(in,
+                "is not a label: expected 1-507 printable characters without spaces, "
+                "e.g. namespace/name");
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+Status ParseClaim(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->claim); }
+
+Status ParsePod(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->pod); }
+
+Status ParsePreemptible(const Input& in, Config* cfg) { return ParseSwitch(in, &cfg->preemptible); }
 
 Status ParseLogLevel(const Input& in, Config* cfg) {
   static constexpr std::pair<const char*, LogLevel> kLevels[] = {
@@ -272,6 +298,27 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParseSchedRegion,
+     nullptr},
+    {{"VGPU_PREEMPTIBLE", "", "preemptible", "true",
+      "false: vgpud never suspends, rotates, parks or moves the job for another; under an "
+      "admin file only the admin may set false (on/off, true/false, 1/0)."},
+     Kind::kScalar,
+     false,
+     ParsePreemptible,
+     nullptr},
+    {{"VGPU_CLAIM", "", "claim", "none",
+      "The Kubernetes ResourceClaim the process runs under, namespace/name: a label shown by "
+      "vgpuctl ps and on vgpud's metrics."},
+     Kind::kScalar,
+     false,
+     ParseClaim,
+     nullptr},
+    {{"VGPU_POD", "", "pod", "none",
+      "The pod the process runs in, namespace/name: a label shown by vgpuctl ps and on "
+      "vgpud's metrics."},
+     Kind::kScalar,
+     false,
+     ParsePod,
      nullptr},
     {{"VGPU_VMM", "", "", "on",
       "on: device allocations live at stable VMM-backed addresses, so the process can be "

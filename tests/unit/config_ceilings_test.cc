@@ -167,6 +167,55 @@ TEST_F(CeilingsTest, FixedOptionsTakeTheAdminsValue) {
   EXPECT_NE(Origin("VGPU_GROUP").find("admin file"), std::string::npos) << Origin("VGPU_GROUP");
 }
 
+TEST_F(CeilingsTest, ClaimAndPodLabelsAreFixedByTheAdmin) {
+  Admin(R"({"claim": "default/gpu-a", "pod": "default/train-0"})");
+  env_ = {{"VGPU_CLAIM", "other/gpu-b"}, {"VGPU_POD", "other/pod"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.claim, "default/gpu-a") << "a tenant must not pass for another claim";
+  EXPECT_EQ(cfg_.pod, "default/train-0");
+  EXPECT_EQ(cfg_.refusals.size(), 2u) << Refusals();
+  // An admin file that names none leaves the tenant's own labels.
+  admin_ = {File("none", "{}")};
+  LoadOk();
+  EXPECT_EQ(cfg_.claim, "other/gpu-b");
+  EXPECT_TRUE(cfg_.refusals.empty()) << Refusals();
+}
+
+TEST_F(CeilingsTest, OnlyTheAdminMakesAJobNonPreemptible) {
+  // Without an admin file the tenant's own value applies.
+  env_ = {{"VGPU_PREEMPTIBLE", "false"}};
+  LoadOk();
+  EXPECT_FALSE(cfg_.preemptible);
+  // An admin file that does not name it: the tenant's false is refused.
+  Admin(R"({"device_memory_limit": "1GiB"})");
+  LoadOk();
+  EXPECT_TRUE(cfg_.preemptible);
+  ASSERT_EQ(cfg_.refusals.size(), 1u) << Refusals();
+  EXPECT_NE(cfg_.refusals[0].find("VGPU_PREEMPTIBLE='false' refused"), std::string::npos)
+      << Refusals();
+  // The tenant's true is no raise.
+  env_ = {{"VGPU_PREEMPTIBLE", "true"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.preemptible);
+  EXPECT_TRUE(cfg_.refusals.empty()) << Refusals();
+}
+
+TEST_F(CeilingsTest, TheAdminsPreemptibleIsFixed) {
+  Admin(R"({"preemptible": "false"})");
+  LoadOk();
+  EXPECT_FALSE(cfg_.preemptible) << "the admin may exempt a job";
+  EXPECT_NE(Origin("VGPU_PREEMPTIBLE").find("admin file"), std::string::npos);
+  env_ = {{"VGPU_PREEMPTIBLE", "true"}};
+  LoadOk();
+  EXPECT_FALSE(cfg_.preemptible);
+  EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
+  admin_ = {File("yes", R"({"preemptible": "true"})")};
+  env_ = {{"VGPU_PREEMPTIBLE", "off"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.preemptible);
+  EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
+}
+
 TEST_F(CeilingsTest, TheTenantsOwnFileIsNoAdminSource) {
   Admin(R"({"device_memory_limit": "1GiB"})");
   const std::string mine = File("mine", R"({"device_memory_limit": "8GiB", "priority": "high"})");

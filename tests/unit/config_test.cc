@@ -681,11 +681,12 @@ TEST_F(ConfigTest, EnvSingleValueReplacesFileList) {
 TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
   std::string path = UseFile(R"({"device_memory_limt": "8GiB"})");
   std::string e = LoadError();
-  EXPECT_EQ(e, "VGPU_CONFIG file '" + path +
-                   "' has unknown key 'device_memory_limt': expected visible_devices, "
-                   "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
-            "sched_region, "
-            "log_level, log_file, real_libcuda, real_libnvml");
+  EXPECT_EQ(
+      e, "VGPU_CONFIG file '" + path +
+             "' has unknown key 'device_memory_limt': expected visible_devices, "
+             "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
+             "sched_region, preemptible, claim, pod, "
+             "log_level, log_file, real_libcuda, real_libnvml");
 }
 
 TEST_F(ConfigTest, JsonConfigKeyIsNotAKey) {
@@ -864,6 +865,46 @@ TEST(ConfigOptionsTest, EveryOptionIsDocumented) {
       EXPECT_TRUE(Contains(row, "`" + std::string(o.json_key) + "`")) << o.json_key;
     }
   }
+}
+
+// --- labels and preemption (VGPU_CLAIM, VGPU_POD, VGPU_PREEMPTIBLE) ---
+
+TEST_F(ConfigTest, ClaimAndPodAreLabelsThatConfigureNoPolicy) {
+  LoadOk();
+  EXPECT_EQ(cfg_.claim, "");
+  EXPECT_TRUE(cfg_.preemptible);
+  env_ = {{"VGPU_CLAIM", "default/my-claim"}, {"VGPU_POD", "default/my-pod"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.claim, "default/my-claim");
+  EXPECT_EQ(cfg_.pod, "default/my-pod");
+  EXPECT_FALSE(cfg_.configured) << "labels alone leave libvgpu a pass-through";
+  const std::string longest(507, 'a');
+  env_ = {{"VGPU_CLAIM", longest}};
+  LoadOk();
+  for (const std::string& bad : {std::string(), std::string(508, 'a'), std::string("a b"),
+                                 std::string("a\nb"), std::string("a\x7f")}) {
+    EXPECT_TRUE(Contains(ErrorFor("VGPU_POD", bad.c_str()), "is not a label")) << bad;
+  }
+  env_.clear();
+  UseFile(R"({"claim": "ns/c", "pod": "ns/p"})");
+  LoadOk();
+  EXPECT_EQ(cfg_.claim, "ns/c");
+  EXPECT_EQ(cfg_.pod, "ns/p");
+}
+
+TEST_F(ConfigTest, PreemptibleIsASwitch) {
+  for (const auto& [text, on] : std::map<std::string, bool>{
+           {"false", false}, {"off", false}, {"0", false}, {"TRUE", true}, {"on", true}}) {
+    env_ = {{"VGPU_PREEMPTIBLE", text}};
+    LoadOk();
+    EXPECT_EQ(cfg_.preemptible, on) << text;
+  }
+  EXPECT_EQ(ErrorFor("VGPU_PREEMPTIBLE", "no"),
+            "VGPU_PREEMPTIBLE='no' is not a switch: expected on or off");
+  env_.clear();
+  UseFile(R"({"preemptible": "false"})");
+  LoadOk();
+  EXPECT_FALSE(cfg_.preemptible);
 }
 
 // --- the control path's directories ---
