@@ -159,6 +159,9 @@ class ResidencyHandler : public ctl::Handler {
     info.uid = getuid();
     info.version = VGPU_VERSION;
     info.group = rt.config().group;
+    info.claim = rt.config().claim;
+    info.pod = rt.config().pod;
+    info.preemptible = rt.config().preemptible;
     info.state = residency::StateName(Runtime::Get().residency().state());
     info.command = Comm();
     std::map<int, uint64_t> vmm_used = Runtime::Get().vmm().LiveBytesByDevice();

@@ -242,10 +242,20 @@ json ToJson(const InfoResult& r) {
   }
   json counters = json::object();
   for (const auto& [name, value] : r.counters) counters[name] = value;
-  return {{"pid", r.pid},           {"uid", r.uid},        {"version", r.version},
-          {"group", r.group},       {"state", r.state},    {"command", r.command},
-          {"priority", r.priority}, {"weight", r.weight},  {"compute_policy", r.compute_policy},
-          {"devices", devices},     {"counters", counters}};
+  return {{"pid", r.pid},
+          {"uid", r.uid},
+          {"version", r.version},
+          {"group", r.group},
+          {"state", r.state},
+          {"command", r.command},
+          {"priority", r.priority},
+          {"weight", r.weight},
+          {"compute_policy", r.compute_policy},
+          {"devices", devices},
+          {"counters", counters},
+          {"claim", r.claim},
+          {"pod", r.pod},
+          {"preemptible", r.preemptible}};
 }
 
 json ToJson(const CheckpointResult& r) {
@@ -270,6 +280,10 @@ Status ParseInfoResult(const json& j, InfoResult* out) {
   if (s.ok()) s = ReadInt(j, "weight", &out->weight);
   if (s.ok()) s = GetString(j, "compute_policy", &out->compute_policy);
   if (s.ok()) s = ParseCounters(j, &out->counters);
+  // An agent older than these sends none: no labels, preemptible.
+  if (s.ok()) s = GetString(j, "claim", &out->claim);
+  if (s.ok()) s = GetString(j, "pod", &out->pod);
+  if (s.ok()) s = GetBool(j, "preemptible", &out->preemptible);
   if (!s.ok() || !Has(j, "devices")) return s;
   if (!j.at("devices").is_array()) return Invalid("devices", "expected an array");
   for (const json& d : j.at("devices")) {

@@ -126,6 +126,11 @@ struct InfoResult {
   // The process's counters (common/counters.h) by wire name. Read from JSON
   // they come in name order; a name this build does not know is kept.
   std::vector<std::pair<std::string, uint64_t>> counters;
+  // VGPU_CLAIM, VGPU_POD (labels, "namespace/name"; empty: none) and
+  // VGPU_PREEMPTIBLE: false, vgpud never makes it give way to another job.
+  std::string claim;
+  std::string pod;
+  bool preemptible = true;
 };
 struct CheckpointResult {
   std::string path;

@@ -26,6 +26,10 @@ std::string AbsolutePath(const std::string& path) {
   return ec ? path : p.lexically_normal().string();
 }
 
+std::string PadRight(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
 int ExitCodeFor(ErrorCode code, bool from_agent) {
   switch (code) {
     case ErrorCode::kOk:

@@ -68,6 +68,10 @@ struct DrainCommand : CommonOptions {
 // working directory is not ours.
 std::string AbsolutePath(const std::string& path);
 
+// `s` padded with spaces to `width` columns (as printf's %-Ns, for values of
+// any length).
+std::string PadRight(const std::string& s, size_t width);
+
 // Exit code for a transport failure / an agent's error response.
 int ExitCodeFor(ErrorCode code, bool from_agent);
 

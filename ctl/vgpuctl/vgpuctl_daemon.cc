@@ -60,10 +60,32 @@ std::string Share(const json& j) {
   return cap > 0 ? std::string(buf) + "/" + capped : buf;
 }
 
+// A job's string field; "-" when absent, empty or not a string.
+std::string Field(const json& j, const char* key) {
+  const json& v = j.contains(key) ? j[key] : json();
+  return v.is_string() && !v.get<std::string>().empty() ? v.get<std::string>() : "-";
+}
+
+// The CLAIM and POD columns, only when some job has a label: a node without
+// claims shows the table as it was.
+bool AnyLabel(const json& result) {
+  for (const json& j : result.value("processes", json::array())) {
+    if (j.is_object() && (Field(j, "claim") != "-" || Field(j, "pod") != "-")) return true;
+  }
+  return false;
+}
+
+std::string LabelColumns(const std::string& claim, const std::string& pod, bool labels) {
+  if (!labels) return "";
+  return PadRight(claim, 30) + " " + PadRight(pod, 30) + " ";
+}
+
 void PrintJobs(const json& result, bool bars) {
   const auto gpus = GpusByUuid(result);
-  std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s\n", "PID", "COMMAND", "STATE", "PRIO", "GPU",
-              "USED", "NEEDS", "QUOTA", "SHARE", bars ? "MEMORY" : "REASON");
+  const bool labels = AnyLabel(result);
+  std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n", "PID", "COMMAND", "STATE",
+              "PRIO", "GPU", "USED", "NEEDS", "QUOTA", "SHARE",
+              LabelColumns("CLAIM", "POD", labels).c_str(), bars ? "MEMORY" : "REASON");
   for (const json& j : result.value("processes", json::array())) {
     for (const json& d : j.value("devices", json::array())) {
       const uint64_t used = d.value("used", uint64_t{0}), need = d.value("footprint", uint64_t{0});
@@ -71,12 +93,15 @@ void PrintJobs(const json& result, bool bars) {
       const uint64_t quota = d.value("quota", uint64_t{0});
       const auto it = gpus.find(d.value("uuid", std::string()));
       const uint64_t total = it == gpus.end() ? 0 : it->second.total;
-      std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s\n",
-                  static_cast<long long>(j.value("pid", 0)), j.value("command", std::string("-")).c_str(),
-                  j.value("state", std::string()).c_str(), j.value("priority", std::string()).c_str(),
-                  it == gpus.end() ? "?" : std::to_string(it->second.index).c_str(), FormatByteSize(used).c_str(),
-                  FormatByteSize(need).c_str(), quota == 0 ? "-" : FormatByteSize(quota).c_str(),
-                  Share(j).c_str(), bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
+      std::printf(
+          "%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n",
+          static_cast<long long>(j.value("pid", 0)), j.value("command", std::string("-")).c_str(),
+          j.value("state", std::string()).c_str(), j.value("priority", std::string()).c_str(),
+          it == gpus.end() ? "?" : std::to_string(it->second.index).c_str(),
+          FormatByteSize(used).c_str(), FormatByteSize(need).c_str(),
+          quota == 0 ? "-" : FormatByteSize(quota).c_str(), Share(j).c_str(),
+          LabelColumns(Field(j, "claim"), Field(j, "pod"), labels).c_str(),
+          bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
     }
   }
 }

@@ -62,25 +62,35 @@ std::string Quota(const DeviceInfo& d) {
 
 std::string Or(const std::string& s, const char* fallback) { return s.empty() ? fallback : s; }
 
-void PrintPsHeader() {
+// The last columns: the container, then, only when some process has a
+// claim or pod label (`labels`), those two; a table without them is as it
+// was before the labels existed.
+std::string LastColumns(const std::string& container, const std::string& claim,
+                        const std::string& pod, bool labels) {
+  if (!labels) return container;
+  return PadRight(container, 12) + " " + PadRight(claim, 30) + " " + pod;
+}
+
+void PrintPsHeader(bool labels) {
   std::printf("%-8s %-16s %-10s %-14s %-4s %-12s %-12s %s\n", "PID", "COMMAND", "STATE", "GROUP",
-              "DEV", "USED", "QUOTA", "CONTAINER");
+              "DEV", "USED", "QUOTA", LastColumns("CONTAINER", "CLAIM", "POD", labels).c_str());
 }
 
 // `container`: the container id of a container's agent ("" on the host),
 // shown in its short form, as container runtimes do.
-void PrintPsRows(const InfoResult& r, const std::string& container) {
+void PrintPsRows(const InfoResult& r, const std::string& container, bool labels) {
   const std::string command = Or(r.command, "-");
-  const std::string shown = container.empty() ? "-" : container.substr(0, 12);
+  const std::string last = LastColumns(container.empty() ? "-" : container.substr(0, 12),
+                                       Or(r.claim, "-"), Or(r.pod, "-"), labels);
   if (r.devices.empty()) {
     std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s %s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-",
-                shown.c_str());
+                last.c_str());
   }
   for (const DeviceInfo& d : r.devices) {
     std::printf("%-8lld %-16s %-10s %-14s %-4d %-12s %-12s %s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), d.index,
-                FormatByteSize(d.used).c_str(), Quota(d).c_str(), shown.c_str());
+                FormatByteSize(d.used).c_str(), Quota(d).c_str(), last.c_str());
   }
 }
 
@@ -216,7 +226,16 @@ int Ps(const CommonOptions& o) {
       st.code == ErrorCode::kUntrusted) {
     return ReportFailure(o, 0, st, /*from_agent=*/false);
   }
-  if (!o.json) PrintPsHeader();
+  // Every agent is asked first: whether the table has label columns depends
+  // on all of them.
+  struct Row {
+    pid_t pid;
+    Status error;
+    InfoResult info;
+    std::string container;
+  };
+  std::vector<Row> rows;
+  bool labels = false;
   for (const AgentEntry& a : ListAgents(o.run_dir)) {
     Request req;
     req.cmd = "info";
@@ -228,7 +247,7 @@ int Ps(const CommonOptions& o) {
     if (!st.ok()) {
       // Listed anyway: a busy or foreign agent is still a process to know about.
       all.push_back({{"pid", a.pid}, {"error", st.message}, {"code", ErrorCodeName(st.code)}});
-      if (!o.json) std::printf("%-8d %-16s %-10s %s\n", a.pid, "?", "?", st.message.c_str());
+      rows.push_back({a.pid, st, {}, {}});
       continue;
     }
     if (!a.container.empty()) {
@@ -238,9 +257,21 @@ int Ps(const CommonOptions& o) {
       r.result["pid"] = info.pid = a.pid;
     }
     all.push_back(r.result);
-    if (!o.json) PrintPsRows(info, a.container);
+    labels = labels || !info.claim.empty() || !info.pod.empty();
+    rows.push_back({a.pid, Status::Ok(), std::move(info), a.container});
   }
-  if (o.json) std::fputs(DumpLine({{"processes", all}}).c_str(), stdout);
+  if (o.json) {
+    std::fputs(DumpLine({{"processes", all}}).c_str(), stdout);
+    return kExitOk;
+  }
+  PrintPsHeader(labels);
+  for (const Row& row : rows) {
+    if (!row.error.ok()) {
+      std::printf("%-8d %-16s %-10s %s\n", row.pid, "?", "?", row.error.message.c_str());
+    } else {
+      PrintPsRows(row.info, row.container, labels);
+    }
+  }
   return kExitOk;
 }
 
@@ -265,6 +296,10 @@ int Info(const InfoCommand& o) {
       Or(info.version, "-").c_str());
   std::printf("priority  %s\nweight    %lld\ncompute   %s\n", info.priority.c_str(),
               static_cast<long long>(info.weight), info.compute_policy.c_str());
+  // Only where set: a job outside Kubernetes, the default, shows as before.
+  if (!info.claim.empty()) std::printf("claim     %s\n", info.claim.c_str());
+  if (!info.pod.empty()) std::printf("pod       %s\n", info.pod.c_str());
+  if (!info.preemptible) std::printf("preemptible no\n");
   for (const DeviceInfo& d : info.devices) {
     std::string share;
     if (d.compute_share) {

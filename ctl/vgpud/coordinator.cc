@@ -46,6 +46,9 @@ void Merge(const nlohmann::json& info, Job* job) {
   job->uid = r.uid;
   job->command = r.command;
   job->group = r.group;
+  job->claim = r.claim;
+  job->pod = r.pod;
+  job->preemptible = r.preemptible;
   Priority p;
   if (ParsePriority(info.value("priority", std::string("normal")), &p)) job->priority = p;
   job->weight = std::max(1, info.value("weight", 1));

@@ -42,6 +42,11 @@ struct Job {
   int64_t uid = -1;
   std::string command;
   std::string group;
+  std::string claim;  // VGPU_CLAIM, VGPU_POD: labels for ps and metrics
+  std::string pod;
+  // VGPU_PREEMPTIBLE=false (only an admin file sets it under ceilings): never
+  // suspended, rotated, parked or moved for another job (policy.cc, Pinned).
+  bool preemptible = true;
   Priority priority = Priority::kNormal;
   int weight = 1;
   JobState state = JobState::kRunning;

@@ -43,8 +43,13 @@ class Writer {
   std::ostringstream os_;
 };
 
+// claim and pod only when the job has them: an empty label is an absent one
+// to Prometheus, and jobs outside Kubernetes keep their series as they were.
 std::string JobLabels(const Job& j) {
-  return "pid=\"" + std::to_string(j.pid) + "\",command=\"" + Esc(j.command) + "\"";
+  std::string out = "pid=\"" + std::to_string(j.pid) + "\",command=\"" + Esc(j.command) + "\"";
+  if (!j.claim.empty()) out += ",claim=\"" + Esc(j.claim) + "\"";
+  if (!j.pod.empty()) out += ",pod=\"" + Esc(j.pod) + "\"";
+  return out;
 }
 
 void JobMetrics(Writer* w, const std::vector<Job>& jobs) {
