@@ -17,11 +17,12 @@ bool Drained(const std::vector<std::string>& drained, const std::string& uuid) {
   return std::find(drained.begin(), drained.end(), uuid) != drained.end();
 }
 
-// Not to be parked or moved now: its agent refused lately, or it shares device
-// memory with other processes (CUDA IPC), which libvgpu refuses to move: the
-// group stays as it is, never half parked.
+// Not to be parked or moved now: its agent refused lately, it shares device
+// memory with other processes (CUDA IPC), which libvgpu refuses to move (the
+// group stays as it is, never half parked), or the admin made it
+// non-preemptible (VGPU_PREEMPTIBLE=false).
 bool Pinned(const Job& j, Clock::time_point now) {
-  return now < j.refused_until || !j.shared_with.empty();
+  return now < j.refused_until || !j.shared_with.empty() || !j.preemptible;
 }
 
 // Devices the job holds memory on (it may see more).

@@ -11,11 +11,12 @@ trap 'rm -rf "$work"' EXIT
 
 # name @ text of policy.cc @ what it becomes (\n: a newline)
 mutants=$(cat <<'LIST'
-a higher priority may be a victim@if (j.priority > priority || Refused(j, now)) continue;@if (Refused(j, now)) continue;
+a higher priority may be a victim@if (j.priority > priority || Pinned(j, now)) continue;@if (Pinned(j, now)) continue;
 victims not ordered by priority@    if (a->priority != b->priority) return a->priority < b->priority;\n    return a->running_since@    return a->running_since
 quantum without the weight@rules.quantum * j.weight@rules.quantum
 equal priority without a quantum@if (j.priority == priority && now@if (false && now
-no back-off after a refusal@bool Refused(const Job& j, Clock::time_point now) { return now < j.refused_until; }@bool Refused(const Job&, Clock::time_point) { return false; }
+no back-off after a refusal@return now < j.refused_until || @return 
+a non-preemptible job may give way@ || !j.preemptible;@;
 resume order ignores priority@    if (a->priority != b->priority) return a->priority > b->priority;@
 resume order newest first@return a->waiting_since < b->waiting_since;@return a->waiting_since > b->waiting_since;
 resume parks every victim@      if (room_made >= d.footprint) break;@

@@ -115,6 +115,22 @@ TEST(VictimsTest, AJobSharingMemoryIsNeverAVictim) {
   EXPECT_EQ(Victims(jobs, "A", 9, Priority::kNormal, Quantum(30), kNow), Pids{6});
 }
 
+// VGPU_PREEMPTIBLE=false (an admin's choice): never suspended, rotated or
+// parked for anyone, not even a high-priority job that has waited its turn.
+TEST(VictimsTest, ANonPreemptibleJobIsNeverAVictim) {
+  Job exempt = MakeJob(4, Priority::kLow, {{"A", 4}}, seconds(1000));
+  exempt.preemptible = false;
+  const Jobs jobs = Of({exempt, MakeJob(6, Priority::kNormal, {{"A", 4}})});
+  EXPECT_EQ(Victims(jobs, "A", 9, Priority::kHigh, Quantum(30), kNow), Pids{6});
+  const Job w = Waiting(MakeJob(9, Priority::kHigh, {{"A", 8}}), seconds(100));
+  const ResumePlan plan = PlanResume(w, Of({exempt, w}), Gpus({{"A", 4}}), Quantum(30), kNow);
+  EXPECT_EQ(plan.kind, ResumePlan::Kind::kWait) << "only the exempt job could make room";
+  const RoomPlan room =
+      PlanRoom(w, "A", 8 * kGiB, Of({exempt}), Gpus({{"A", 4}, {"B", 16}}), {}, Quantum(30), kNow);
+  EXPECT_TRUE(room.victims.empty());
+  EXPECT_TRUE(room.moves.empty()) << "a move suspends it too";
+}
+
 TEST(VictimsTest, OnlyRunningJobsOnThatDeviceOtherThanTheRequester) {
   Job parked = Waiting(MakeJob(2, Priority::kLow, {{"A", 4}}), seconds(1));
   Job by_hand = MakeJob(3, Priority::kLow, {{"A", 4}});
