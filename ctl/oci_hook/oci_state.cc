@@ -139,6 +139,22 @@ const char* JsonKeyOf(const char* env) {
   return "";
 }
 
+// The option whose JSON key is `key`; null if none.
+const OptionInfo* OptionOfJsonKey(std::string_view key) {
+  for (const OptionInfo& o : Options()) {
+    if (*o.json_key != '\0' && key == o.json_key) return &o;
+  }
+  return nullptr;
+}
+
+std::string KnownJsonKeys() {
+  std::string out;
+  for (const OptionInfo& o : Options()) {
+    if (*o.json_key != '\0') out += (out.empty() ? "" : ", ") + std::string(o.json_key);
+  }
+  return out;
+}
+
 // The option an annotation vgpu.io/<suffix> sets; null if none.
 const AnnotationOption* OptionOfAnnotation(std::string_view key) {
   for (const auto& a : kAnnotationOptions) {
@@ -195,6 +211,57 @@ std::string Printable(std::string_view s, size_t max_chars) {
   }
   if (s.size() > max_chars) out += "...";
   return out;
+}
+
+Status ParseClaimFile(std::string_view text, const std::string& path, ClaimOptions* out) {
+  *out = ClaimOptions{};
+  out->path = path;
+  const std::string where = "claim file " + Printable(path);
+  try {
+    // Keys are checked as they are read: nlohmann keeps only the last of a
+    // key given twice, and which of two limits the writer meant is unknown.
+    std::string twice;
+    auto check = [&twice, seen = std::map<std::string, bool>()](int depth, json::parse_event_t e,
+                                                                json& parsed) mutable {
+      if (depth > kMaxJsonDepth) throw TooDeep();
+      if (e == json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+          !seen.emplace(parsed.get<std::string>(), true).second && twice.empty()) {
+        twice = parsed.get<std::string>();
+      }
+      return true;
+    };
+    json obj;
+    try {
+      obj = json::parse(text.begin(), text.end(), check);
+    } catch (const TooDeep&) {
+      return Invalid(where + " is nested too deeply");
+    } catch (const json::exception& e) {
+      return Invalid(where + " is not valid JSON: " + Printable(e.what(), 200));
+    }
+    if (!obj.is_object()) return Invalid(where + " is not a JSON object");
+    if (!twice.empty()) return Invalid(where + " has key '" + Printable(twice) + "' twice");
+    for (const auto& [key, value] : obj.items()) {
+      const OptionInfo* o = OptionOfJsonKey(key);
+      if (o == nullptr) {
+        return Invalid(where + " has unknown key '" + Printable(key) + "': expected " +
+                       KnownJsonKeys());
+      }
+      if (!value.is_string()) {
+        return Invalid(where + ": " + key + " is " + value.type_name() + ": expected a string");
+      }
+      const std::string v = value.get<std::string>();
+      // The node's region is fixed for every container (BuildContainerLimits).
+      if (key == "sched_region" && v != kNodeSchedRegion) {
+        return Invalid(where + ": sched_region '" + Printable(v) + "' is not the node's (" +
+                       std::string(kNodeSchedRegion) + ")");
+      }
+      if (Status s = CheckOption(o->env, v, where + ": " + key); !s.ok()) return s;
+      out->values[key] = v;
+    }
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Error(ErrorCode::kIo, std::string("internal error: ") + Printable(e.what()));
+  }
 }
 
 Status ParseState(std::string_view text, ContainerState* out) {
@@ -272,10 +339,17 @@ bool AsksForVgpu(const Annotations& annotations, const std::vector<std::string>&
   return false;
 }
 
-Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env) {
+Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env,
+                            bool claim) {
   // Unset, libvgpu reads kContainerConfig by itself (common/config).
   std::string named;
   if (!EnvValue(env, "VGPU_CONFIG", &named) || named == kContainerConfig) return Status::Ok();
+  if (claim) {
+    return Invalid("the container runs under a claim but its VGPU_CONFIG=" + Printable(named) +
+                   " names another file, so libvgpu would never read the claim's options: "
+                   "unset VGPU_CONFIG or set it to " +
+                   std::string(kContainerConfig));
+  }
   for (const auto& [key, value] : annotations) {
     if (!key.starts_with(kAnnotationPrefix)) continue;
     return Invalid("annotation " + Printable(key) +
@@ -288,7 +362,8 @@ Status CheckConfigReachable(const Annotations& annotations, const std::vector<st
 }
 
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
-                            const std::vector<std::string>& env, std::string* json_text) {
+                            const std::vector<std::string>& env, std::string* json_text,
+                            const ClaimOptions* claim) {
   try {
     json file = json::object();
     for (const auto& [key, value] : annotations) {
@@ -302,8 +377,23 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
       Status s = SetOption(option->env, env, value, "annotation " + key, &file);
       if (!s.ok()) return s;
     }
-    Status s =
-        SetOption("VGPU_GROUP", env, id, "the container id as quota group (set VGPU_GROUP)", &file);
+    // The claim's options are the annotations' kind of ask, the later word.
+    const std::string* claim_group = claim != nullptr ? claim->group() : nullptr;
+    if (claim != nullptr) {
+      for (const auto& [key, value] : claim->values) {
+        if (key == "group") continue;  // below, as the default group
+        const OptionInfo* o = OptionOfJsonKey(key);
+        const std::string source = "claim file " + Printable(claim->path) + ": " + key;
+        Status s = o == nullptr ? Invalid(source + " is no option")
+                                : SetOption(o->env, env, value, source, &file);
+        if (!s.ok()) return s;
+      }
+    }
+    Status s = claim_group != nullptr
+                   ? SetOption("VGPU_GROUP", env, *claim_group,
+                               "claim file " + Printable(claim->path) + ": group", &file)
+                   : SetOption("VGPU_GROUP", env, id,
+                               "the container id as quota group (set VGPU_GROUP)", &file);
     if (!s.ok()) return s;
     // The container's other VGPU_* options (the CDI spec's VGPU_REAL_LIBCUDA,
     // limits set as variables): a process that clears its environment keeps them.
@@ -328,7 +418,7 @@ Status BuildContainerConfig(const std::string& id, const Annotations& annotation
 }
 
 Status BuildContainerLimits(const Annotations& annotations, const std::string& id,
-                            std::string* json_text) {
+                            std::string* json_text, const ClaimOptions* claim) {
   json_text->clear();
   try {
     json limits = json::object();
@@ -340,10 +430,16 @@ Status BuildContainerLimits(const Annotations& annotations, const std::string& i
         if (std::string_view(o.env) == option->env) limits[o.json_key] = value;
       }
     }
+    // The claim is the orchestrator's word on this container: over the
+    // annotations, which the pod's author writes.
+    if (claim != nullptr) {
+      for (const auto& [key, value] : claim->values) limits[key] = value;
+    }
     // Fixed whatever the annotations: a process that picked another group
     // would get a fresh quota and bucket (or share another container's), one
     // that picked a scheduler region of its own would schedule only itself.
-    limits["group"] = id;
+    const std::string* claim_group = claim != nullptr ? claim->group() : nullptr;
+    limits["group"] = claim_group != nullptr ? *claim_group : id;
     limits["sched_region"] = kNodeSchedRegion;
     *json_text = limits.dump(2) + "\n";
     return Status::Ok();

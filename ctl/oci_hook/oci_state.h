@@ -25,6 +25,8 @@ inline constexpr std::string_view kAnnotationPrefix = "vgpu.io/";
 // rarely above some kilobytes; far more means something is wrong.
 inline constexpr size_t kMaxStateBytes = 1 << 20;
 inline constexpr size_t kMaxBundleConfigBytes = 16 << 20;
+// A claim file holds a dozen short options.
+inline constexpr size_t kMaxClaimFileBytes = 64 << 10;
 
 using Annotations = std::map<std::string, std::string>;
 
@@ -44,6 +46,25 @@ struct BundleConfig {
   long long uid = 0, gid = 0;    // process.user: who the container's processes run as
   Annotations annotations;
 };
+
+// The options of a claim file (--claim PATH, written on the host by the DRA
+// kubelet plugin for one prepared ResourceClaim): a JSON object of option
+// JSON keys to string values, each checked by libvgpu's own parser.
+struct ClaimOptions {
+  std::string path;                           // for messages
+  std::map<std::string, std::string> values;  // json key -> value
+  // The claim's group, if it sets one.
+  const std::string* group() const {
+    auto it = values.find("group");
+    return it == values.end() ? nullptr : &it->second;
+  }
+};
+
+// Parses and checks a claim file's text. An unknown key, a key twice, a
+// value that is not a string or that libvgpu would refuse, or a
+// sched_region other than the node's is an error: the container must not
+// start without the claim's limits.
+Status ParseClaimFile(std::string_view text, const std::string& path, ClaimOptions* out);
 
 Status ParseState(std::string_view text, ContainerState* out);
 // `bundle` resolves a relative root.path.
@@ -68,25 +89,32 @@ bool EnvValue(const std::vector<std::string>& env, std::string_view name, std::s
 // id), and every other option process.env sets by its VGPU_* name (the CDI
 // spec's VGPU_REAL_LIBCUDA among them). Every value goes through libvgpu's
 // own parsers (common/config); an unknown vgpu.io/ annotation or a malformed
-// value is an error.
+// value is an error. A claim's options (`claim`, may be null) count as
+// annotations that win over the vgpu.io/ ones, and its group replaces the
+// container id as the default group.
 Status BuildContainerConfig(const std::string& id, const Annotations& annotations,
-                            const std::vector<std::string>& env, std::string* json_text);
+                            const std::vector<std::string>& env, std::string* json_text,
+                            const ClaimOptions* claim = nullptr);
 
 // The admin's part of the container's configuration, written to
 // kContainerLimitsFile: the vgpu.io/ annotations' values, the container's
 // group (its id, whatever its environment asks: the group is its bucket on
 // the node's scheduler) and the node's scheduler region, which libvgpu
 // applies as ceilings over the container's own environment and files
-// (docs/configuration.md, "Ceilings").
+// (docs/configuration.md, "Ceilings"). A claim's options (may be null)
+// override the annotations', its group the container id; the scheduler
+// region stays the node's.
 Status BuildContainerLimits(const Annotations& annotations, const std::string& id,
-                            std::string* json_text);
+                            std::string* json_text, const ClaimOptions* claim = nullptr);
 
 // Whether libvgpu in the container will read the file: with vgpu.io/
 // annotations, process.env must leave VGPU_CONFIG unset (libvgpu then reads
 // kContainerConfig) or name kContainerConfig (as the CDI spec does). A
 // VGPU_CONFIG naming another file is an error: limits asked for but never
-// applied are worse than a container that does not start.
-Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env);
+// applied are worse than a container that does not start. A claim (`claim`
+// true) asks for limits as annotations do.
+Status CheckConfigReachable(const Annotations& annotations, const std::vector<std::string>& env,
+                            bool claim = false);
 
 // A value fit for a one-line message: control characters escaped, truncated.
 std::string Printable(std::string_view s, size_t max_chars = 120);

@@ -23,8 +23,8 @@ namespace vgpu::oci_hook {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: vgpu-oci-hook [--cdi] [--preload PATH] [--run-dir DIR]   (container state JSON on "
-    "stdin)\n"
+    "usage: vgpu-oci-hook [--cdi] [--preload PATH] [--run-dir DIR] [--claim FILE]   (container "
+    "state JSON on stdin)\n"
     "       vgpu-oci-hook --poststop --run-dir DIR";
 
 struct Options {
@@ -34,6 +34,9 @@ struct Options {
   // The host's run directory: the container gets a directory of its own
   // under it, mounted at its path (none without the option).
   std::string run_dir;
+  // A host file of the claim's options (the DRA plugin's, one per prepared
+  // ResourceClaim): they override the annotations. Empty: none.
+  std::string claim;
 };
 
 int Fail(const std::string& message) {
@@ -59,11 +62,14 @@ bool ParseArgs(int argc, char** argv, Options* out) {
       out->preload = argv[++i];
     } else if (arg == "--run-dir" && i + 1 < argc && argv[i + 1][0] == '/') {
       out->run_dir = argv[++i];
+    } else if (arg == "--claim" && i + 1 < argc && argv[i + 1][0] == '/' &&
+               Printable(argv[i + 1], std::strlen(argv[i + 1])) == argv[i + 1]) {
+      out->claim = argv[++i];
     } else {
       return false;
     }
   }
-  return !out->poststop || !out->run_dir.empty();
+  return !out->poststop || (!out->run_dir.empty() && out->claim.empty());
 }
 
 Status ReadStdin(std::string* out) {
@@ -100,9 +106,20 @@ int Act(const Options& opt, const ContainerState& state, const BundleConfig& con
   const std::string id = Printable(state.id);
   std::string file, limits;
   const Annotations annotations = MergedAnnotations(state, config);
-  Status s = BuildContainerConfig(state.id, annotations, config.env, &file);
-  if (s.ok()) s = BuildContainerLimits(annotations, state.id, &limits);
-  if (s.ok()) s = CheckConfigReachable(annotations, config.env);
+  // A claim file that cannot be read or checked fails the container: it
+  // would otherwise start without the claim's limits.
+  ClaimOptions claim;
+  Status s;
+  if (!opt.claim.empty()) {
+    std::string text;
+    s = ReadRegularFile(opt.claim, kMaxClaimFileBytes, &text);
+    if (!s.ok()) s.message = "claim file " + s.message;
+    if (s.ok()) s = ParseClaimFile(text, opt.claim, &claim);
+  }
+  const ClaimOptions* claimed = opt.claim.empty() ? nullptr : &claim;
+  if (s.ok()) s = BuildContainerConfig(state.id, annotations, config.env, &file, claimed);
+  if (s.ok()) s = BuildContainerLimits(annotations, state.id, &limits, claimed);
+  if (s.ok()) s = CheckConfigReachable(annotations, config.env, claimed != nullptr);
   Fd rootfs;
   if (s.ok()) s = OpenRootfs(config.rootfs, &rootfs);
   if (!s.ok()) return Fail("container " + id + ": " + s.message);
@@ -146,7 +163,10 @@ int Run(int argc, char** argv) {
   // is visible where a silently ungoverned container is not.
   Status s = LoadContainer(&state, &config);
   if (!s.ok()) return Fail(s.message);
-  if (!opt.cdi && !AsksForVgpu(MergedAnnotations(state, config), config.env)) return 0;
+  // A claim file is the orchestrator asking for vgpu, as --cdi is.
+  if (!opt.cdi && opt.claim.empty() && !AsksForVgpu(MergedAnnotations(state, config), config.env)) {
+    return 0;
+  }
   return Act(opt, state, config);
 }
 

@@ -115,6 +115,38 @@ TEST_F(OciHookRun, CdiModeWritesPreloadAndConfig) {
   EXPECT_EQ(Read(root_ + "/etc/ld.so.preload"), "/usr/lib/vgpu/libvgpu.so\n");
 }
 
+// --claim: the claim file's options become the container's ceilings and its
+// group; a claim file that cannot be read or checked fails the container.
+TEST_F(OciHookRun, ClaimFileSetsTheContainersLimits) {
+  MountLibrary();
+  WriteConfig({{"vgpu.io/memory-limit", "2GiB"}}, {"VGPU_CONFIG=/etc/vgpu/container.json"});
+  const std::string claim = bundle_ + "/claim.json";
+  std::ofstream(claim) << R"({"group": "claim-u1", "device_memory_limit": "512MiB",
+                              "claim": "default/c", "pod": "default/p", "preemptible": "false"})";
+  Result r = Run({"--cdi", "--claim", claim}, State());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json limits = json::parse(Read(root_ + "/etc/vgpu/limits.json"));
+  EXPECT_EQ(limits.value("device_memory_limit", ""), "512MiB") << limits.dump();
+  EXPECT_EQ(limits.value("group", ""), "claim-u1") << limits.dump();
+  EXPECT_EQ(limits.value("pod", ""), "default/p") << limits.dump();
+  EXPECT_EQ(json::parse(Read(root_ + "/etc/vgpu/container.json")).value("group", ""), "claim-u1");
+  fs::remove(root_ + "/etc/ld.so.preload");
+  for (const std::string& text :
+       {std::string(R"({"device_memory_limt": "1GiB"})"),
+        std::string(R"({"device_memory_limit": "lots"})"), std::string("not json")}) {
+    std::ofstream(claim) << text;
+    r = Run({"--cdi", "--claim", claim}, State());
+    EXPECT_EQ(r.exit_code, 1) << text;
+    EXPECT_NE(r.err.find("claim file"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+  r = Run({"--cdi", "--claim", bundle_ + "/no-such-claim.json"}, State());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no-such-claim.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(root_ + "/etc/ld.so.preload")) << "never preloaded without its limits";
+  EXPECT_EQ(Run({"--cdi", "--claim", "relative.json"}, State()).exit_code, 2);
+}
+
 TEST_F(OciHookRun, HooksDirModeIgnoresOtherContainers) {
   WriteConfig(nullptr, {"PATH=/bin"});  // no library, no request
   Result r = Run({}, State());

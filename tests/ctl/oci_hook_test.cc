@@ -269,6 +269,92 @@ TEST(OciState, AnnotationsNeedTheContainerFileToBeRead) {
   EXPECT_TRUE(CheckConfigReachable({{"other", "x"}}, {"VGPU_CONFIG=/etc/my.json"}).ok());
 }
 
+// --- the claim file (--claim) ---
+
+ClaimOptions Claim(const std::string& text) {
+  ClaimOptions c;
+  const Status s = ParseClaimFile(text, "/run/vgpu/claims/u1/limits.json", &c);
+  EXPECT_TRUE(s.ok()) << s.message;
+  return c;
+}
+
+Status ClaimError(const std::string& text) {
+  ClaimOptions c;
+  return ParseClaimFile(text, "/run/vgpu/claims/u1/limits.json", &c);
+}
+
+TEST(ClaimFile, ParsesTheOptionsOfAClaim) {
+  const ClaimOptions c = Claim(R"({"group": "claim-u1", "visible_devices": "0",
+      "device_memory_limit": "512MiB", "compute_share": "50", "compute_weight": "1",
+      "priority": "high", "claim": "default/my-claim", "pod": "default/my-pod",
+      "preemptible": "false", "sched_region": "/vgpu-sched"})");
+  EXPECT_EQ(c.values.size(), 10u);
+  ASSERT_NE(c.group(), nullptr);
+  EXPECT_EQ(*c.group(), "claim-u1");
+  EXPECT_EQ(Claim("{}").group(), nullptr);
+}
+
+// Fail closed: a claim whose limits cannot all be applied must not start
+// the container with some of them, or none.
+TEST(ClaimFile, AnythingLibvgpuWouldRefuseIsAnError) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "not valid JSON"},
+      {"[1]", "not a JSON object"},
+      {R"({"device_memory_limt": "1GiB"})", "unknown key 'device_memory_limt'"},
+      {R"({"device_memory_limit": "lots"})", "device_memory_limit"},
+      {R"({"device_memory_limit": 512})", "expected a string"},
+      {R"({"preemptible": "maybe"})", "preemptible"},
+      {R"({"claim": "a b"})", "claim"},
+      {R"({"group": "no/slash"})", "group"},
+      {R"({"compute_share": "150"})", "compute_share"},
+      {R"({"sched_region": "/vgpu-sched-mine"})", "not the node's"},
+      {R"({"group": "a", "group": "b"})", "twice"},
+      {R"({"vmm": "off"})", "unknown key"},
+  };
+  for (const auto& [text, why] : bad) {
+    const Status s = ClaimError(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message.find(why), std::string::npos) << text << ": " << s.message;
+    EXPECT_NE(s.message.find("claim file /run/vgpu/claims/u1/limits.json"), std::string::npos)
+        << s.message;
+    EXPECT_EQ(s.message.find('\n'), std::string::npos) << s.message;
+  }
+}
+
+// The claim's options are the admin's: in limits.json over the annotations,
+// its group instead of the container id; the scheduler region stays the
+// node's. container.json gets them as its defaults, the group among them.
+TEST(ClaimFile, TheClaimOverridesTheAnnotations) {
+  const ClaimOptions c = Claim(R"({"group": "claim-u1", "device_memory_limit": "512MiB",
+      "priority": "high", "claim": "default/c", "preemptible": "false"})");
+  const Annotations a = {{"vgpu.io/memory-limit", "1GiB"}, {"vgpu.io/compute-share", "30"}};
+  std::string limits, file;
+  ASSERT_TRUE(BuildContainerLimits(a, "0123abcd", &limits, &c).ok());
+  EXPECT_EQ(json::parse(limits), json::parse(R"({"group": "claim-u1", "sched_region": "/vgpu-sched",
+      "device_memory_limit": "512MiB", "compute_share": "30", "priority": "high",
+      "claim": "default/c", "preemptible": "false"})"))
+      << limits;
+  ASSERT_TRUE(BuildContainerConfig("0123abcd", a, {}, &file, &c).ok());
+  const json f = json::parse(file);
+  EXPECT_EQ(f.value("group", ""), "claim-u1") << file;
+  EXPECT_EQ(f.value("device_memory_limit", ""), "512MiB") << file;
+  EXPECT_EQ(f.value("priority", ""), "high") << file;
+  // The container's own variables still win in its own file (refused later
+  // where above the claim's ceilings).
+  ASSERT_TRUE(
+      BuildContainerConfig("0123abcd", a, {"VGPU_DEVICE_MEMORY_LIMIT=8GiB"}, &file, &c).ok());
+  EXPECT_EQ(json::parse(file).value("device_memory_limit", ""), "8GiB") << file;
+  // A claim without a group: the container id, as without a claim.
+  const ClaimOptions no_group = Claim(R"({"device_memory_limit": "1GiB"})");
+  ASSERT_TRUE(BuildContainerLimits({}, "0123abcd", &limits, &no_group).ok());
+  EXPECT_EQ(json::parse(limits).value("group", ""), "0123abcd") << limits;
+  ASSERT_TRUE(BuildContainerConfig("0123abcd", {}, {}, &file, &no_group).ok());
+  EXPECT_EQ(json::parse(file).value("group", ""), "0123abcd") << file;
+  // A claim asks for limits: another VGPU_CONFIG would hide the claim's.
+  EXPECT_FALSE(CheckConfigReachable({}, {"VGPU_CONFIG=/etc/my.json"}, true).ok());
+  EXPECT_TRUE(CheckConfigReachable({}, {"VGPU_CONFIG=/etc/my.json"}, false).ok());
+}
+
 // --- writes inside a rootfs ---
 
 class Rootfs : public ::testing::Test {
