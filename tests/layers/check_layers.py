@@ -39,6 +39,9 @@ ALLOWED = {
     # The CDI spec library: lists the GPUs through the driver layer's NVML table.
     "ctl/cdi": {"ctl/cdi", "common", "driver"},
     "ctl/vgpud": {"ctl/vgpud", "ctl/control", "ctl/migrate", "share", "common", "driver"},
+    # Cluster integrations (the Kubernetes DRA driver's API-server side): the
+    # CDI spec and control libraries below them, no CUDA state of their own.
+    "cluster": {"cluster", "ctl/cdi", "ctl/control", "common", "driver"},
     # Mechanisms below libvgpu: the compute share (the node's scheduler region
     # and a process's accountant, given a ShareHost) and the quota ledger.
     "share": {"share", "common"},
@@ -61,7 +64,7 @@ ALLOWED = {
     "sim/nvml": {"sim/nvml", "sim/node", "common", "driver"},
 }
 PRODUCT = {"common", "driver", "checkpoint", "vmm", "share", "quota", "residency", "ctl/control", "ctl", "ctl/cdi", "ctl/vgpud", "ctl/migrate",
-           "ctl/oci_hook", "intercept"}
+           "ctl/oci_hook", "intercept", "cluster"}
 # Directories an include may name; tests, benchmarks and samples sit above all.
 KNOWN_DIRS = set(ALLOWED) | {"vgpu", "tests", "bench", "samples"}
 # Headers generated at build time, by the layer that owns them.
