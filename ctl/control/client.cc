@@ -287,7 +287,14 @@ Status CallSocket(const std::string& socket_path, const Request& request,
 }
 
 std::string DaemonSocketPath(const std::string& run_dir) {
-  return (run_dir.empty() ? RunDir() : run_dir) + "/vgpud.sock";
+  const std::string dir = run_dir.empty() ? RunDir() : run_dir;
+  std::string main = dir + "/vgpud.sock";
+  // In a container only vgpud's tenant directory is mounted (the hook does):
+  // its socket serves a job's own make_room (docs/security.md).
+  std::string tenant = dir + "/" + kTenantSubdir + "/vgpud.sock";
+  struct stat st {};
+  if (stat(main.c_str(), &st) != 0 && stat(tenant.c_str(), &st) == 0) return tenant;
+  return main;
 }
 
 Status CallDaemon(const std::string& run_dir, const Request& request,

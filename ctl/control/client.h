@@ -48,7 +48,8 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
 Status CallSocket(const std::string& socket_path, const Request& request,
                   const ProgressCallback& on_progress, Response* response, int timeout_ms);
 
-// vgpud's socket in `run_dir` (empty: RunDir()).
+// vgpud's socket in `run_dir` (empty: RunDir()); where only its tenant
+// socket is there (in a container), that one.
 std::string DaemonSocketPath(const std::string& run_dir);
 // Sends `request` to vgpud. The daemon must run as root or as our own uid
 // (SO_PEERCRED), else EUNTRUSTED: a socket planted by another user is never

@@ -34,6 +34,9 @@ Status EnsureRunDir(const std::string& dir);
 // the run directory's path inside the container: a container sees only its
 // own agents, and the host finds them all (docs/containers.md).
 inline constexpr const char* kContainersSubdir = "containers";
+// vgpud's tenant socket's directory under the run directory, the one part of
+// vgpud's that containers see (ctl/vgpud/daemon_server.h).
+inline constexpr const char* kTenantSubdir = "tenant";
 std::string ContainersDir(const std::string& run_dir);
 
 // "<dir>/agent-<pid>.sock". Fails if it would not fit sockaddr_un.sun_path.

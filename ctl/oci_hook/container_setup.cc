@@ -139,6 +139,29 @@ Status CheckContainerMountNamespace(int rootfs_fd) {
                        "give the container its run directory");
 }
 
+// vgpud's tenant directory (<run>/tenant, created here if vgpud has not yet:
+// a later vgpud's socket appears through the bind) at <run>/tenant in the
+// container, read-only: its socket lets the container's jobs wait for memory
+// as host jobs do, and nothing else (ctl/vgpud/daemon_server.h).
+Status ExposeTenantSocket(int host_run_fd, int container_run_fd) {
+  Fd tenant, point;
+  Status s = OpenOwnDir(host_run_fd, ctl::kTenantSubdir, 0755, &tenant);
+  if (s.ok()) s = OpenOwnDir(container_run_fd, ctl::kTenantSubdir, 0755, &point);
+  if (!s.ok()) return s;
+  if (mount(FdPath(tenant.get()).c_str(), FdPath(point.get()).c_str(), nullptr, MS_BIND, nullptr) !=
+      0) {
+    return Errno("cannot mount vgpud's tenant directory", errno);
+  }
+  Fd mounted(openat(container_run_fd, ctl::kTenantSubdir,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (mounted.get() < 0 ||
+      mount(nullptr, FdPath(mounted.get()).c_str(), nullptr,
+            MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Errno("cannot make vgpud's tenant directory read-only", errno);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status MakeDriverFindable(int rootfs_fd, const std::string& rootfs) {
@@ -188,6 +211,7 @@ Status ExposeRunDir(const std::string& host_run_dir, const std::string& id, uid_
                       MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     s = Errno("cannot restrict the container's run directory", errno);
   }
+  if (s.ok()) s = ExposeTenantSocket(run.get(), mounted.get());
   return s;
 }
 
@@ -209,6 +233,7 @@ Status RemoveRunDir(const std::string& host_run_dir, const std::string& id) {
     }
     closedir(d);
   }
+  unlinkat(own.get(), ctl::kTenantSubdir, AT_REMOVEDIR);  // the tenant socket's mount point
   if (unlinkat(parent.get(), id.c_str(), AT_REMOVEDIR) != 0 && errno != ENOTEMPTY) {
     return Errno("cannot remove " + containers + "/" + id, errno);
   }

@@ -55,6 +55,7 @@ class Coordinator {
   // has room), and jobs that appear on it later are moved too, until undrain.
   ctl::Response Drain(const std::string& device, bool on);
   std::vector<std::string> Drained() const;
+  bool oversubscribe() const { return config_.oversubscribe; }
 
   std::vector<Job> Jobs() const;
   const NodeGpus& gpus() const { return *gpus_; }

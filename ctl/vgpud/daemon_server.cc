@@ -1,7 +1,12 @@
 #include "ctl/vgpud/daemon_server.h"
 
 #include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "ctl/vgpud/coordinator.h"
@@ -26,10 +31,15 @@ Status ReadPid(const nlohmann::json& args, pid_t* out) {
   return Status::Ok();
 }
 
-nlohmann::json DevicesJson(const NodeGpus& gpus) {
+nlohmann::json DevicesJson(const NodeGpus& gpus, const std::vector<std::string>& drained) {
   nlohmann::json out = nlohmann::json::array();
   for (const GpuMemory& g : gpus.Read()) {
-    out.push_back({{"uuid", g.uuid}, {"index", g.index}, {"used", g.used}, {"total", g.total}});
+    bool is_drained = std::find(drained.begin(), drained.end(), g.uuid) != drained.end();
+    out.push_back({{"uuid", g.uuid},
+                   {"index", g.index},
+                   {"used", g.used},
+                   {"total", g.total},
+                   {"drained", is_drained}});
   }
   return out;
 }
@@ -112,7 +122,11 @@ ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::functi
   if (cmd == "ps") {
     nlohmann::json jobs = nlohmann::json::array();
     for (const Job& j : c->Jobs()) jobs.push_back(ToJson(j));
-    return ctl::Response::Ok({{"processes", jobs}, {"devices", DevicesJson(c->gpus())}});
+    // The DRA plugin reads drained GPUs (its slice's taints) and whether
+    // devices are time-sliced (the memory it advertises) from here.
+    return ctl::Response::Ok({{"processes", jobs},
+                              {"devices", DevicesJson(c->gpus(), c->Drained())},
+                              {"oversubscribe", c->oversubscribe()}});
   }
   if (cmd == "events") {
     nlohmann::json events = nlohmann::json::array();
@@ -139,8 +153,28 @@ ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r, const std::functi
   return ctl::Response::Error(ErrorCode::kNoSys, "unknown command '" + cmd + "'");
 }
 
-DaemonServer::DaemonServer(Coordinator* c, std::string socket_path, std::string admin_group)
-    : coordinator_(c), path_(std::move(socket_path)), admin_group_(std::move(admin_group)) {}
+Status TenantRequest(const ctl::Request& req, const Peer& peer, ctl::Request* out, Peer* as) {
+  if (req.cmd != "ping" && req.cmd != "make_room") {
+    return Denied(req.cmd + " through the tenant socket (only ping and make_room)");
+  }
+  *out = req;
+  *as = peer;
+  as->admin = false;
+  if (req.cmd == "make_room") {
+    if (peer.pid <= 0) return Denied("make_room from a process of unknown pid");
+    if (!out->args.is_object())
+      return Status::Error(ErrorCode::kInval, "invalid 'args': expected an object");
+    out->args["pid"] = peer.pid;
+  }
+  return Status::Ok();
+}
+
+DaemonServer::DaemonServer(Coordinator* c, std::string socket_path, std::string admin_group,
+                           std::string tenant_dir)
+    : coordinator_(c),
+      path_(std::move(socket_path)),
+      admin_group_(std::move(admin_group)),
+      tenant_dir_(std::move(tenant_dir)) {}
 
 DaemonServer::~DaemonServer() { Stop(); }
 
@@ -158,10 +192,41 @@ Status DaemonServer::Start() {
   o.idle_timeout_ms = kIdleTimeoutMs;
   o.request_timeout_ms = kIdleTimeoutMs;
   o.thread_name = "vgpud-socket";
-  return server_.Start(this, o);
+  if (Status s = server_.Start(this, o); !s.ok()) return s;
+  return StartTenant(o);
 }
 
-void DaemonServer::Stop() { server_.Stop(); }
+Status DaemonServer::StartTenant(const ctl::ServerOptions& main) {
+  if (tenant_dir_.empty()) return Status::Ok();
+  // Containers see this directory (read-only): it holds this socket only.
+  if (::mkdir(tenant_dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::Error(ErrorCode::kIo,
+                         "cannot create " + tenant_dir_ + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(tenant_dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    return Status::Error(ErrorCode::kPerm, tenant_dir_ + " is not a directory of vgpud's user");
+  }
+  ::chmod(tenant_dir_.c_str(), 0755);
+  ctl::ServerOptions o = main;
+  o.path = tenant_dir_ + "/vgpud.sock";
+  o.admin_gid = static_cast<gid_t>(-1);
+  o.thread_name = "vgpud-tenant";
+  return tenant_server_.Start(&tenant_endpoint_, o);
+}
+
+void DaemonServer::Stop() {
+  tenant_server_.Stop();
+  server_.Stop();
+}
+
+ctl::Response DaemonServer::TenantEndpoint::Serve(const ctl::Request& request, const Peer& peer,
+                                                  ctl::ProgressSink* progress) {
+  ctl::Request req;
+  Peer as;
+  if (Status s = TenantRequest(request, peer, &req, &as); !s.ok()) return ctl::Response::Error(s);
+  return server_->Serve(req, as, progress);
+}
 
 ctl::Response DaemonServer::Serve(const ctl::Request& req, const Peer& peer,
                                   ctl::ProgressSink* progress) {

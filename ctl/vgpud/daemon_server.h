@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "ctl/control/protocol.h"
+#include "ctl/control/run_dir.h"
 #include "ctl/control/socket_server.h"
 
 namespace vgpu::vgpud {
@@ -43,22 +44,49 @@ Status ParseDaemonRequest(std::string_view line, const Peer& peer, DaemonRequest
 ctl::Response Dispatch(Coordinator* c, const DaemonRequest& r,
                        const std::function<bool()>& progress);
 
+// The tenant socket (<run_dir>/tenant/vgpud.sock): the one directory of
+// vgpud's that vgpu-oci-hook mounts into containers, so that a container's
+// job can wait for memory (make_room) and be preempted for a higher-priority
+// one like a host job. Only ping and make_room, the job being the peer itself
+// (its pid from SO_PEERCRED, translated into vgpud's namespace: a
+// container's own pid numbers mean nothing here), and never as admin (a
+// container's root is not the node's). docs/security.md, "Containers".
+using ctl::kTenantSubdir;
+// The request as the tenant socket lets it through; EPERM for anything else.
+Status TenantRequest(const ctl::Request& req, const Peer& peer, ctl::Request* out, Peer* as);
+
 class DaemonServer : private ctl::Endpoint {
  public:
   static constexpr int kMaxClients = ctl::kMaxConnections;
-  DaemonServer(Coordinator* c, std::string socket_path, std::string admin_group);
+  // `tenant_dir` empty: no tenant socket.
+  DaemonServer(Coordinator* c, std::string socket_path, std::string admin_group,
+               std::string tenant_dir = "");
   ~DaemonServer() override;
   Status Start();
   void Stop();
 
  private:
+  class TenantEndpoint : public ctl::Endpoint {
+   public:
+    explicit TenantEndpoint(DaemonServer* s) : server_(s) {}
+    ctl::Response Serve(const ctl::Request& request, const Peer& peer,
+                        ctl::ProgressSink* progress) override;
+
+   private:
+    DaemonServer* server_;
+  };
+
   ctl::Response Serve(const ctl::Request& request, const Peer& peer,
                       ctl::ProgressSink* progress) override;
+  Status StartTenant(const ctl::ServerOptions& main);
 
   Coordinator* coordinator_;
   std::string path_;
   std::string admin_group_;
+  std::string tenant_dir_;
   ctl::SocketServer server_;
+  TenantEndpoint tenant_endpoint_{this};
+  ctl::SocketServer tenant_server_;
 };
 
 }  // namespace vgpu::vgpud

@@ -77,7 +77,8 @@ int Run(const DaemonConfig& config) {
     VGPU_LOG(kWarn, "{} (starting from the agents alone)", s.message);
   }
   coordinator.Reconcile(previous);
-  DaemonServer server(&coordinator, config.run_dir + "/vgpud.sock", config.admin_group);
+  DaemonServer server(&coordinator, config.run_dir + "/vgpud.sock", config.admin_group,
+                      config.run_dir + "/" + kTenantSubdir);
   if (Status s = server.Start(); !s.ok()) return Fail(s.message);
   MetricsServer metrics(&coordinator, config.oversubscribe);
   if (config.metrics_listen != "off") {

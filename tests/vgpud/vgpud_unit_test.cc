@@ -108,6 +108,31 @@ TEST(DaemonRequestTest, MakeRoomOnlyForItself) {
   EXPECT_TRUE(ParseDaemonRequest(other, root, &r3).ok());
 }
 
+// The tenant socket (containers): ping and make_room only, for the peer's
+// own pid as the kernel gives it (a container's pid numbers are its own),
+// and a container's root is not vgpud's admin.
+TEST(TenantRequestTest, OnlyPingAndTheCallersOwnMakeRoomNeverAsAdmin) {
+  Peer container_root{30025, 0, 0, true};
+  ctl::Request req, out;
+  Peer as;
+  req.cmd = "make_room";
+  req.args = {{"pid", 1}, {"device", "GPU-1"}, {"bytes", 2097152u}};
+  ASSERT_TRUE(TenantRequest(req, container_root, &out, &as).ok());
+  EXPECT_EQ(out.args["pid"], 30025);
+  EXPECT_FALSE(as.admin);
+  DaemonRequest r;
+  ASSERT_TRUE(CheckDaemonRequest(out, as, &r).ok());
+  EXPECT_EQ(r.target, 30025);
+  req.cmd = "ping";
+  EXPECT_TRUE(TenantRequest(req, container_root, &out, &as).ok());
+  for (const char* cmd : {"ps", "events", "set", "migrate", "drain", "undrain", "nope"}) {
+    req.cmd = cmd;
+    EXPECT_EQ(TenantRequest(req, container_root, &out, &as).code, ErrorCode::kPerm) << cmd;
+  }
+  req.cmd = "make_room";
+  EXPECT_EQ(TenantRequest(req, Peer{0, 0, 0, true}, &out, &as).code, ErrorCode::kPerm);
+}
+
 TEST(DaemonRequestTest, MalformedRequestsAreRefusedWithAReason) {
   Peer p{1, 0, 0, true};
   const char* bad[] = {
