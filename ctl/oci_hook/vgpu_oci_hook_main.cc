@@ -6,6 +6,7 @@
 //
 // Exit codes: 0 done (or nothing to do), 1 failed (the runtime then fails the
 // container: fail closed), 2 bad arguments.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,6 +103,21 @@ Status LoadContainer(ContainerState* state, BundleConfig* config) {
 // Writes the container's limits (the admin's ceilings) and VGPU_CONFIG file,
 // then its ld.so.preload: libvgpu is never preloaded without its limits. Then the driver is made
 // findable and the container gets its own run directory.
+// The claim file holds the admin's ceilings: only its writer (root, or the
+// user the hook runs as) may have been able to write it.
+Status CheckClaimFileOwner(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Error(ErrorCode::kNoEnt, "claim file " + path + ": " + std::strerror(errno));
+  }
+  if ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::Error(ErrorCode::kPerm, "claim file " + path +
+                                               " may be written by others than its owner or is "
+                                               "not root's: refused");
+  }
+  return Status::Ok();
+}
+
 int Act(const Options& opt, const ContainerState& state, const BundleConfig& config) {
   const std::string id = Printable(state.id);
   std::string file, limits;
@@ -112,7 +128,8 @@ int Act(const Options& opt, const ContainerState& state, const BundleConfig& con
   Status s;
   if (!opt.claim.empty()) {
     std::string text;
-    s = ReadRegularFile(opt.claim, kMaxClaimFileBytes, &text);
+    s = CheckClaimFileOwner(opt.claim);
+    if (s.ok()) s = ReadRegularFile(opt.claim, kMaxClaimFileBytes, &text);
     if (!s.ok()) s.message = "claim file " + s.message;
     if (s.ok()) s = ParseClaimFile(text, opt.claim, &claim);
   }

@@ -140,6 +140,12 @@ TEST_F(OciHookRun, ClaimFileSetsTheContainersLimits) {
     EXPECT_NE(r.err.find("claim file"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   }
+  // Ceilings anyone could have written are no ceilings.
+  std::ofstream(claim, std::ios::trunc) << R"({"device_memory_limit": "512MiB"})";
+  fs::permissions(claim, fs::perms::others_write, fs::perm_options::add);
+  r = Run({"--cdi", "--claim", claim}, State());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("refused"), std::string::npos) << r.err;
   r = Run({"--cdi", "--claim", bundle_ + "/no-such-claim.json"}, State());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no-such-claim.json"), std::string::npos) << r.err;
