@@ -146,5 +146,5 @@
   X(nvmlDeviceGetHandleByPciBusId) X(nvmlDeviceGetHandleByPciBusId_v2)           \
   X(nvmlDeviceGetIndex) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)
 
-#define VGPU_NVML_INTERNAL(X) X(nvmlDeviceGetUUID)
+#define VGPU_NVML_INTERNAL(X) X(nvmlDeviceGetUUID) X(nvmlDeviceGetName) X(nvmlDeviceGetCudaComputeCapability)
 // clang-format on

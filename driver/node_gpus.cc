@@ -1,5 +1,7 @@
 #include "driver/node_gpus.h"
 
+#include <utility>
+
 #include "driver/real_driver.h"
 
 namespace vgpu::driver {
@@ -50,6 +52,25 @@ bool NodeGpus::Read(const std::string& uuid, GpuMemory* out) const {
     }
   }
   return false;
+}
+
+std::vector<GpuModel> NodeGpus::Models() const {
+  std::vector<GpuModel> out;
+  for (const GpuMemory& m : Read()) {
+    GpuModel g{m};
+    nvmlDevice_t d = nullptr;
+    if (REAL_NVML_CALL(nvmlDeviceGetHandleByIndex_v2, static_cast<unsigned>(m.index), &d) ==
+        NVML_SUCCESS) {
+      char name[96] = {};
+      if (REAL_NVML_CALL(nvmlDeviceGetName, d, name, sizeof name) == NVML_SUCCESS) g.product = name;
+      if (REAL_NVML_CALL(nvmlDeviceGetCudaComputeCapability, d, &g.cc_major, &g.cc_minor) !=
+          NVML_SUCCESS) {
+        g.cc_major = g.cc_minor = 0;
+      }
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 }  // namespace vgpu::driver

@@ -20,6 +20,14 @@ struct GpuMemory {
   uint64_t free() const { return used >= total ? 0 : total - used; }
 };
 
+// What a cluster scheduler is told about a GPU (cluster/k8s's ResourceSlice).
+struct GpuModel {
+  GpuMemory memory;
+  std::string product;  // nvmlDeviceGetName; empty if NVML does not say
+  int cc_major = 0;     // compute capability; 0.0 if NVML does not say
+  int cc_minor = 0;
+};
+
 class NodeGpus {
  public:
   // Loads NVML (once); an error if it cannot be loaded or initialized.
@@ -28,6 +36,8 @@ class NodeGpus {
   std::vector<GpuMemory> Read() const;
   // One device's, by UUID; false if unknown.
   bool Read(const std::string& uuid, GpuMemory* out) const;
+  // Every device's memory, product name and compute capability.
+  std::vector<GpuModel> Models() const;
 
  private:
   bool ready_ = false;

@@ -66,13 +66,14 @@ json AllDevice(const std::vector<Gpu>& gpus) {
   return {{"name", "all"}, {"containerEdits", edits}};
 }
 
-json HookArgs(const Inventory& inv) {
+json HookArgs(const Inventory& inv, const std::string& claim_file) {
   json args = {std::string(kHookName), "--cdi", "--preload", std::string(kContainerLibvgpu)};
   if (!inv.run_dir.empty()) args.insert(args.end(), {"--run-dir", inv.run_dir});
+  if (!claim_file.empty()) args.insert(args.end(), {"--claim", claim_file});
   return args;
 }
 
-json CommonEdits(const Inventory& inv) {
+json CommonEdits(const Inventory& inv, const std::string& claim_file = "") {
   json env = {"LD_PRELOAD=" + std::string(kContainerLibvgpu),
               "VGPU_REAL_LIBCUDA=" + DriverPath(kLibcuda)};
   json mounts = {Mount(inv.libvgpu, std::string(kContainerLibvgpu), kReadOnlyBind),
@@ -102,7 +103,7 @@ json CommonEdits(const Inventory& inv) {
     // and the hook is what writes it.
     edits["env"].push_back("VGPU_CONFIG=" + std::string(kContainerConfig));
     edits["hooks"] = {
-        {{"hookName", "createContainer"}, {"path", inv.hook}, {"args", HookArgs(inv)}}};
+        {{"hookName", "createContainer"}, {"path", inv.hook}, {"args", HookArgs(inv, claim_file)}}};
     if (!inv.run_dir.empty()) {
       edits["hooks"].push_back(
           {{"hookName", "poststop"},
@@ -278,6 +279,21 @@ json BuildSpec(const Inventory& inv) {
           {"kind", kKind},
           {"devices", devices},
           {"containerEdits", CommonEdits(inv)}};
+}
+
+json BuildClaimSpec(const Inventory& inv, const ClaimSpecDevice& d) {
+  std::string visible;
+  json nodes = json::array();
+  for (const Gpu& g : d.gpus) {
+    visible += (visible.empty() ? "" : ",") + VisibleName(g);
+    if (!g.device_node.empty()) nodes.push_back(DeviceNode(g.device_node));
+  }
+  json edits = {{"env", {std::string(kVisibleVar) + visible}}};
+  if (!nodes.empty()) edits["deviceNodes"] = nodes;
+  return {{"cdiVersion", kCdiVersion},
+          {"kind", d.kind},
+          {"devices", {{{"name", d.name}, {"containerEdits", edits}}}},
+          {"containerEdits", CommonEdits(inv, d.claim_file)}};
 }
 
 Status ValidateSpec(const json& spec) {

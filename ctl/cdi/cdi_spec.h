@@ -59,6 +59,17 @@ struct Inventory {
 // The spec for `inv`: one device per GPU (named by its index) and "all".
 nlohmann::json BuildSpec(const Inventory& inv);
 
+// The device of a spec of its own for one DRA claim (cluster/k8s): the
+// claim's GPUs by UUID, and the hook pointed at the claim's ceilings file,
+// which it turns into the container's admin limits (docs/kubernetes.md).
+struct ClaimSpecDevice {
+  std::string kind;  // "vgpu.io/claim"
+  std::string name;  // the claim's UID
+  std::vector<Gpu> gpus;
+  std::string claim_file;  // host path, absolute
+};
+nlohmann::json BuildClaimSpec(const Inventory& inv, const ClaimSpecDevice& d);
+
 // Checks what a CDI runtime would refuse: kind, cdiVersion, device names
 // (unique), absolute paths in every edit, hook names.
 Status ValidateSpec(const nlohmann::json& spec);
