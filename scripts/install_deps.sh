@@ -9,7 +9,8 @@ set -euo pipefail
 PACKAGES=(cmake ninja-build g++ make pkg-config python3
   libelf-dev libunwind-dev libxxhash-dev libzstd-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev libcli11-dev libcpp-httplib-dev libsystemd-dev
-  python3-yaml)
+  libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  python3-yaml python3-jsonschema)
 # podman and runc: the container end-to-end tests (tests/containers).
 CI_PACKAGES=(gnuplot-nox clang libclang-rt-14-dev prometheus podman runc)
 

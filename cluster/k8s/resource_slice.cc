@@ -1,6 +1,7 @@
 #include "cluster/k8s/resource_slice.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -60,7 +61,7 @@ json Device(const SliceGpu& gpu, const SliceOptions& options, const std::string&
   std::string version = std::to_string(std::max(gpu.cc_major, 0)) + "." +
                         std::to_string(std::max(gpu.cc_minor, 0)) + ".0";
   json device = {
-      {"name", "gpu-" + std::to_string(gpu.index)},
+      {"name", GpuDeviceName(gpu.index)},
       {"attributes",
        {{"uuid", {{"string", gpu.uuid.substr(0, kMaxAttributeString)}}},
         {"productName", {{"string", gpu.product.substr(0, kMaxAttributeString)}}},
@@ -122,5 +123,20 @@ json BuildResourceSlice(const std::vector<SliceGpu>& gpus, const SliceOptions& o
 }
 
 bool SliceSpecEqual(const json& a, const json& b) { return Comparable(a) == Comparable(b); }
+
+std::string GpuDeviceName(int index) { return "gpu-" + std::to_string(index); }
+
+bool ParseGpuDeviceName(std::string_view name, int* index) {
+  constexpr std::string_view kPrefix = "gpu-";
+  if (!name.starts_with(kPrefix)) return false;
+  std::string_view digits = name.substr(kPrefix.size());
+  // "gpu-01" is not a name we publish: exactly one spelling per GPU.
+  if (digits.empty() || digits.size() > 4 || (digits.size() > 1 && digits[0] == '0') ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return false;
+  }
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), *index);
+  return ec == std::errc() && end == digits.data() + digits.size();
+}
 
 }  // namespace vgpu::k8s

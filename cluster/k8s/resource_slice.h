@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vgpu::k8s {
@@ -16,6 +17,11 @@ inline constexpr char kDriverName[] = "vgpu.io";
 inline constexpr char kDrainedTaintKey[] = "vgpu.io/drained";
 // A slice whose devices carry taints may hold at most this many devices.
 inline constexpr size_t kMaxDevicesWithTaints = 64;
+
+// GPU `index` is the slice's device "gpu-<index>"; the inverse accepts
+// exactly that spelling (what a claim's allocation result names).
+std::string GpuDeviceName(int index);
+bool ParseGpuDeviceName(std::string_view name, int* index);
 
 struct SliceGpu {
   int index = 0;  // the node's device index: the device is "gpu-<index>"

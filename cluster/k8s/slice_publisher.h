@@ -26,6 +26,8 @@ class SlicePublisher {
   SlicePublisher(KubeClient* client, SliceOptions options);
 
   Status Publish(const std::vector<SliceGpu>& gpus, PublishOutcome* outcome = nullptr);
+  // vgpud may start or stop time-slicing: the advertised memory follows.
+  void set_memory_overcommit(double ratio) { options_.memory_overcommit = ratio; }
 
  private:
   Status PublishOnce(const std::vector<SliceGpu>& gpus, PublishOutcome* outcome);

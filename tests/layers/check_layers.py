@@ -41,7 +41,7 @@ ALLOWED = {
     "ctl/vgpud": {"ctl/vgpud", "ctl/control", "ctl/migrate", "share", "common", "driver"},
     # Cluster integrations (the Kubernetes DRA driver's API-server side): the
     # CDI spec and control libraries below them, no CUDA state of their own.
-    "cluster": {"cluster", "ctl/cdi", "ctl/control", "common", "driver"},
+    "cluster": {"cluster", "ctl/cdi", "ctl/control", "share", "common", "driver"},
     # Mechanisms below libvgpu: the compute share (the node's scheduler region
     # and a process's accountant, given a ShareHost) and the quota ledger.
     "share": {"share", "common"},
