@@ -87,7 +87,7 @@ def check_hooks_entry(path, problems):
 def main():
     deploy = pathlib.Path(sys.argv[1])
     problems = []
-    manifests = sorted((deploy / "kubernetes").glob("*.yaml"))
+    manifests = sorted((deploy / "kubernetes").rglob("*.yaml"))
     if not manifests:
         problems.append(f"{deploy}/kubernetes: no manifests")
     for path in manifests:
