@@ -6,12 +6,29 @@ namespace vgpu::k8s {
 
 using nlohmann::json;
 
-std::string ClaimPriority(const ClaimParameters& params, const std::optional<int64_t>& pod_priority,
-                          const PriorityRule& rule) {
-  if (!params.priority.empty()) return params.priority;
-  if (!pod_priority) return "normal";
-  if (*pod_priority >= rule.high_from) return "high";
-  return *pod_priority < 0 ? "low" : "normal";
+namespace {
+
+int Rank(const std::string& priority) { return priority == "high" ? 2 : priority == "low" ? 0 : 1; }
+
+// At most the class's weight, 1 when it names none (as libvgpu's ceilings).
+int Weight(const ParsedClaim& claim) {
+  int cap = claim.class_params.weight > 0 ? claim.class_params.weight : 1;
+  return claim.params.weight > 0 ? std::min(claim.params.weight, cap) : cap;
+}
+
+}  // namespace
+
+std::string ClaimPriority(const ClaimParameters& params, const ClaimParameters& admin,
+                          const std::optional<int64_t>& pod_priority, const PriorityRule& rule) {
+  std::string bound = admin.priority;
+  if (bound.empty()) {
+    bound = !pod_priority                     ? "normal"
+            : *pod_priority >= rule.high_from ? "high"
+            : *pod_priority < 0               ? "low"
+                                              : "normal";
+  }
+  if (!params.priority.empty() && Rank(params.priority) < Rank(bound)) return params.priority;
+  return bound;
 }
 
 Status ClaimShares(const ParsedClaim& claim, const std::vector<NodeGpu>& gpus,
@@ -67,10 +84,13 @@ json ClaimCeilings(const ParsedClaim& claim, const std::vector<ClaimShare>& shar
             {"visible_devices", visible},
             {"device_memory_limit", memory},
             {"compute_share", std::to_string(share)},
-            {"compute_weight", std::to_string(claim.params.weight > 0 ? claim.params.weight : 1)},
-            {"priority", ClaimPriority(claim.params, pod ? pod->priority : std::nullopt, rule)},
+            {"compute_weight", std::to_string(Weight(claim))},
+            {"priority", ClaimPriority(claim.params, claim.class_params,
+                                       pod ? pod->priority : std::nullopt, rule)},
             {"claim", claim.ns + "/" + claim.name}};
-  if (claim.params.time_sliced.has_value() && !*claim.params.time_sliced) {
+  // Exempt from time-slicing only by the class: the claim may ask to be
+  // time-sliced after all, never the other way.
+  if (claim.class_params.time_sliced == false && claim.params.time_sliced == false) {
     c["preemptible"] = "false";
   }
   if (pod != nullptr) c["pod"] = pod->ns + "/" + pod->name;

@@ -38,12 +38,17 @@ struct PodInfo {
 };
 
 // Pod priority to vgpu priority: at least `high_from` is high, below 0 low,
-// else normal. The claim's own `priority` parameter wins over the pod's.
+// else normal.
 struct PriorityRule {
   int64_t high_from = 1000;
 };
-std::string ClaimPriority(const ClaimParameters& params, const std::optional<int64_t>& pod_priority,
-                          const PriorityRule& rule);
+// The claim's vgpu priority. The admin's bound is the DeviceClass's
+// `priority` parameter when it sets one, else the pod's (its PriorityClass,
+// the cluster admin's). The claim's own `priority` parameter (`params`, class
+// and claim entries merged) applies only where it does not exceed that bound:
+// a claim's author is a tenant.
+std::string ClaimPriority(const ClaimParameters& params, const ClaimParameters& admin,
+                          const std::optional<int64_t>& pod_priority, const PriorityRule& rule);
 
 // One GPU of the claim with what the claim may use of it: the results on
 // the same GPU added up (a claim may hold several shares of one device).
@@ -61,7 +66,10 @@ Status ClaimShares(const ParsedClaim& claim, const std::vector<NodeGpu>& gpus,
 // The ceilings file: libvgpu's JSON config keys, as an admin file. Group
 // "claim-<uid>", the GPUs by UUID, memory per GPU, the smallest compute share
 // of its GPUs (lowered by the `share` parameter), weight, priority, whether
-// vgpud may time-slice it, and the claim and pod as labels.
+// vgpud may time-slice it, and the claim and pod as labels. The claim's own
+// parameters only lower what the DeviceClass's give (`class_params`): weight
+// at most the class's (1 when it names none), priority as ClaimPriority,
+// `timeSliced: false` only when the class says so.
 nlohmann::json ClaimCeilings(const ParsedClaim& claim, const std::vector<ClaimShare>& shares,
                              const PodInfo* pod, const PriorityRule& rule);
 

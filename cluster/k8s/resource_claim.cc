@@ -174,6 +174,9 @@ Status ApplyConfig(const json& config, std::string_view driver, std::string_view
     if (params == opaque->end()) return Malformed(where + ".opaque.parameters", "missing");
     std::string pw = where + ".opaque.parameters";
     if (Status st = ApplyParameters(*params, pw, &out->params); !st.ok()) return st;
+    if (source == "FromClass") {
+      if (Status st = ApplyParameters(*params, pw, &out->class_params); !st.ok()) return st;
+    }
   }
   return Status::Ok();
 }

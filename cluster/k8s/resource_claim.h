@@ -44,6 +44,10 @@ struct ParsedClaim {
   bool allocated = false;
   std::vector<ClaimDevice> devices;  // only results whose driver is ours
   ClaimParameters params;
+  // The DeviceClass's entries (FromClass) alone: the admin's. The claim's own
+  // entries are its author's, a tenant's, and may only lower these
+  // (claim_files.h, ClaimCeilings).
+  ClaimParameters class_params;
   std::vector<PodRef> pods;  // status.reservedFor entries of core "pods"
 };
 

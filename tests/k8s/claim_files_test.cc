@@ -10,18 +10,24 @@
 namespace vgpu::k8s {
 namespace {
 
-TEST(ClaimPriorityTest, TheClaimsParameterWinsThenThePodsPriorityClass) {
+TEST(ClaimPriorityTest, ThePodOrClassBoundsWhatTheClaimAsks) {
   PriorityRule rule{1000};
-  ClaimParameters none, low{"low"};
-  EXPECT_EQ(ClaimPriority(none, std::nullopt, rule), "normal");
-  EXPECT_EQ(ClaimPriority(none, 0, rule), "normal");
-  EXPECT_EQ(ClaimPriority(none, 999, rule), "normal");
-  EXPECT_EQ(ClaimPriority(none, 1000, rule), "high");
-  EXPECT_EQ(ClaimPriority(none, 2000000000, rule), "high");
-  EXPECT_EQ(ClaimPriority(none, -1, rule), "low");
-  EXPECT_EQ(ClaimPriority(low, 2000000000, rule), "low");
-  EXPECT_EQ(ClaimPriority(ClaimParameters{"high"}, -5, rule), "high");
-  EXPECT_EQ(ClaimPriority(none, 10, PriorityRule{10}), "high");
+  ClaimParameters none, low{"low"}, high{"high"};
+  EXPECT_EQ(ClaimPriority(none, none, std::nullopt, rule), "normal");
+  EXPECT_EQ(ClaimPriority(none, none, 0, rule), "normal");
+  EXPECT_EQ(ClaimPriority(none, none, 999, rule), "normal");
+  EXPECT_EQ(ClaimPriority(none, none, 1000, rule), "high");
+  EXPECT_EQ(ClaimPriority(none, none, 2000000000, rule), "high");
+  EXPECT_EQ(ClaimPriority(none, none, -1, rule), "low");
+  EXPECT_EQ(ClaimPriority(none, none, 10, PriorityRule{10}), "high");
+  // The claim (a tenant's) may lower what the pod gives, never raise it.
+  EXPECT_EQ(ClaimPriority(low, none, 2000000000, rule), "low");
+  EXPECT_EQ(ClaimPriority(high, none, -5, rule), "low");
+  EXPECT_EQ(ClaimPriority(high, none, 0, rule), "normal");
+  // The DeviceClass's (the admin's) priority is the bound when it names one.
+  EXPECT_EQ(ClaimPriority(high, high, -5, rule), "high");
+  EXPECT_EQ(ClaimPriority(none, low, 2000000000, rule), "low");
+  EXPECT_EQ(ClaimPriority(low, high, 0, rule), "low");
 }
 
 TEST(GpuDeviceNameTest, OneSpellingPerGpu) {
@@ -100,8 +106,17 @@ TEST(ClaimCeilingsTest, TheSmallestShareAndTheLowerCapApply) {
   EXPECT_FALSE(j.contains("preemptible"));
   c.params.share = 20;
   c.params.time_sliced = false;
+  c.params.weight = 5;
   j = ClaimCeilings(c, shares, nullptr, PriorityRule{});
   EXPECT_EQ(j["compute_share"], "20");
+  // A claim's own weight and exemption from time-slicing are above what no
+  // class granted: weight 1, preemptible.
+  EXPECT_EQ(j["compute_weight"], "1");
+  EXPECT_FALSE(j.contains("preemptible"));
+  c.class_params.time_sliced = false;
+  c.class_params.weight = 3;
+  j = ClaimCeilings(c, shares, nullptr, PriorityRule{});
+  EXPECT_EQ(j["compute_weight"], "3");
   EXPECT_EQ(j["preemptible"], "false");
   EXPECT_FALSE(j.contains("pod"));
   c.params.share = 90;  // a share parameter never raises what was scheduled

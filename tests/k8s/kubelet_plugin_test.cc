@@ -48,7 +48,7 @@ json Claim(const std::string& uid, const std::string& name, const std::string& d
       "allocation": {"devices": {
         "results": [{"request": "gpu", "pool": "node-a",
                      "shareID": "5f3a1c2e-0000-4000-8000-00000000000a"}],
-        "config": [{"source": "FromClaim", "opaque": {"driver": "vgpu.io", "parameters": {
+        "config": [{"source": "FromClass", "opaque": {"driver": "vgpu.io", "parameters": {
           "apiVersion": "vgpu.io/v1alpha1", "kind": "ClaimParameters", "weight": 2}}}]}},
       "reservedFor": [{"resource": "pods", "name": "train-0"}]}})");
   c["metadata"]["name"] = name;

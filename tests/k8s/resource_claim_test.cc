@@ -41,6 +41,10 @@ TEST(ResourceClaimTest, TwoRequestsWithSharesConfigAndAPod) {
   EXPECT_EQ(c.params.share, 25);
   ASSERT_TRUE(c.params.time_sliced.has_value());
   EXPECT_TRUE(*c.params.time_sliced);
+  // The class's entries alone, the admin's bound on the claim's (ClaimCeilings).
+  EXPECT_EQ(c.class_params.weight, 10);
+  EXPECT_EQ(c.class_params.share, 0);
+  EXPECT_EQ(c.class_params.priority, "normal");
   ASSERT_EQ(c.pods.size(), 1u);  // the batch/jobs entry is not a pod
   EXPECT_EQ(c.pods[0].name, "trainer-0");
   EXPECT_EQ(c.pods[0].uid, "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b");
