@@ -81,6 +81,15 @@ bool ValidServer(const std::string& server) {
 
 }  // namespace
 
+Status ReadToken(const std::string& path, std::string* token) {
+  std::string text;
+  if (!ReadFile(path, &text)) {
+    return Status::Error(ErrorCode::kNoEnt, "cannot read the bearer token file " + path);
+  }
+  *token = Trim(std::move(text));
+  return Status::Ok();
+}
+
 Status InClusterConfig(KubeConfig* config) {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
@@ -92,11 +101,8 @@ Status InClusterConfig(KubeConfig* config) {
   if (h.find(':') != std::string::npos) h = "[" + h + "]";  // an IPv6 address
   KubeConfig c;
   c.server = "https://" + h + ":" + port;
-  std::string token_path = std::string(kServiceAccountDir) + "/token";
-  if (!ReadFile(token_path, &c.token)) {
-    return Status::Error(ErrorCode::kNoEnt, "cannot read the service account token " + token_path);
-  }
-  c.token = Trim(std::move(c.token));
+  c.token_file = std::string(kServiceAccountDir) + "/token";
+  if (Status st = ReadToken(c.token_file, &c.token); !st.ok()) return st;
   c.ca_file = std::string(kServiceAccountDir) + "/ca.crt";
   if (!std::ifstream(c.ca_file)) {
     return Status::Error(ErrorCode::kNoEnt, "cannot read the cluster CA " + c.ca_file);
@@ -160,7 +166,11 @@ Status KubeClient::Send(const char* method, const std::string& path, const json*
   req.method = method;
   req.path = path;
   req.set_header("Accept", "application/json");
-  if (!config_.token.empty()) req.set_header("Authorization", "Bearer " + config_.token);
+  std::string token = config_.token;
+  if (!config_.token_file.empty()) {
+    if (Status st = ReadToken(config_.token_file, &token); !st.ok()) return st;
+  }
+  if (!token.empty()) req.set_header("Authorization", "Bearer " + token);
   if (body != nullptr) {
     req.body = body->dump(-1, ' ', false, json::error_handler_t::replace);
     req.set_header("Content-Type", "application/json");

@@ -20,9 +20,16 @@ namespace vgpu::k8s {
 struct KubeConfig {
   std::string server;   // https://host:port, or http://127.0.0.1:port (tests)
   std::string token;    // bearer token; empty: no Authorization header
+  // Where the token is read from before every request, when set (over
+  // `token`): a projected service account token is rotated by the kubelet
+  // and the one read at start expires (an hour by default).
+  std::string token_file;
   std::string ca_file;  // PEM bundle that signs the server's certificate; empty: system CAs
   std::chrono::milliseconds timeout{10000};  // connect, and each read or write
 };
+
+// Reads a bearer token file (white space around it removed).
+Status ReadToken(const std::string& path, std::string* token);
 
 // The pod's service account: KUBERNETES_SERVICE_HOST/_PORT and the token and
 // CA under /var/run/secrets/kubernetes.io/serviceaccount. kNoEnt outside a pod.

@@ -20,6 +20,7 @@
 #include "cluster/k8s/node_state.h"
 #include "cluster/k8s/slice_publisher.h"
 #include "common/log.h"
+#include "common/log_level.h"
 #include "ctl/cdi/cdi_host.h"
 #include "ctl/control/run_dir.h"
 #include "share/sched_region.h"
@@ -52,11 +53,10 @@ int Fail(const std::string& message) {
 }
 
 LogLevel LevelOf(const std::string& s) {
-  if (s == "off") return LogLevel::kOff;
-  if (s == "error") return LogLevel::kError;
-  if (s == "warn") return LogLevel::kWarn;
-  if (s == "debug") return LogLevel::kDebug;
-  return LogLevel::kInfo;
+  // The flags' values were checked against the same names.
+  LogLevel level = LogLevel::kInfo;
+  ParseLogLevelName(s, &level);
+  return level;
 }
 
 int ParseFlags(int argc, char** argv, Flags* f) {
@@ -127,15 +127,9 @@ class KubeReader : public ClusterReader {
   KubeClient* c_;
 };
 
-std::string ExeDir() {
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "" : exe.parent_path().string();
-}
-
 Status Inventory(const Flags& f, cdi::Inventory* inv) {
   cdi::HostOptions o;
-  o.exe_dir = ExeDir();
+  o.exe_dir = cdi::RunningExeDir();
   o.run_dir = f.run_dir;
   o.node_files = f.node_files;
   o.driver_dir = f.driver_dir;
@@ -157,16 +151,8 @@ Status Client(const Flags& f, KubeConfig* cfg) {
   // and CA are optional.
   std::error_code ec;
   if (std::filesystem::exists(f.token_file, ec)) {
-    std::FILE* t = std::fopen(f.token_file.c_str(), "r");
-    if (t != nullptr) {
-      char buf[4096];
-      size_t n = std::fread(buf, 1, sizeof buf, t);
-      std::fclose(t);
-      cfg->token.assign(buf, n);
-      while (!cfg->token.empty() && (cfg->token.back() == '\n' || cfg->token.back() == '\r')) {
-        cfg->token.pop_back();
-      }
-    }
+    cfg->token_file = f.token_file;
+    if (Status s = ReadToken(cfg->token_file, &cfg->token); !s.ok()) return s;
   }
   if (std::filesystem::exists(f.ca_file, ec)) cfg->ca_file = f.ca_file;
   return Status::Ok();

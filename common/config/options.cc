@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "common/config/option_table.h"
+#include "common/log_level.h"
 #include "common/parse.h"
 
 namespace vgpu::config_internal {
@@ -123,17 +124,7 @@ Status ParsePod(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->pod)
 Status ParsePreemptible(const Input& in, Config* cfg) { return ParseSwitch(in, &cfg->preemptible); }
 
 Status ParseLogLevel(const Input& in, Config* cfg) {
-  static constexpr std::pair<const char*, LogLevel> kLevels[] = {
-      {"off", LogLevel::kOff},   {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},
-      {"info", LogLevel::kInfo}, {"debug", LogLevel::kDebug},
-  };
-  std::string v = Lower(Trim(in.text));
-  for (const auto& [name, level] : kLevels) {
-    if (v == name) {
-      cfg->log_level = level;
-      return Status::Ok();
-    }
-  }
+  if (ParseLogLevelName(Lower(Trim(in.text)), &cfg->log_level)) return Status::Ok();
   return Fail(in, "is not a log level: expected off, error, warn, info or debug");
 }
 

@@ -214,4 +214,10 @@ Status SpecFiles(const std::string& path, std::vector<std::string>* files) {
   return Status::Ok();
 }
 
+std::string RunningExeDir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : exe.parent_path().string();
+}
+
 }  // namespace vgpu::cdi

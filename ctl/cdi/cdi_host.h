@@ -29,6 +29,11 @@ struct HostOptions {
   std::string node_config = kNodeConfigFile;  // mounted if it exists
 };
 
+// The directory of the running executable (vgpuctl, vgpu-kubelet-plugin):
+// libvgpu and the hook are installed relative to it, and lie the same way in
+// the build tree (HostOptions::exe_dir). "" if /proc/self/exe cannot be read.
+std::string RunningExeDir();
+
 // Fills *inv with what exists. A missing optional path is left out and
 // described in *warnings; a missing libvgpu or libcuda.so.1, or no GPU list,
 // is an error.

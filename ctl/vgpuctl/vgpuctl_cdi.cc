@@ -19,19 +19,11 @@ int Fail(const std::string& message) {
   return kExitFailed;
 }
 
-// The directory of the running vgpuctl: libvgpu and the hook are installed
-// relative to it (and lie the same way in the build tree).
-std::string ExeDir() {
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "" : exe.parent_path().string();
-}
-
 }  // namespace
 
 int CdiGenerate(CdiGenerateCommand c) {
   cdi::HostOptions& o = c.host;
-  o.exe_dir = ExeDir();
+  o.exe_dir = cdi::RunningExeDir();
   if (o.run_dir.empty()) o.run_dir = RunDir();
   // The node's scheduler region must exist before a container mounts it:
   // created here (mode 0666), as by the first governed process of the node.

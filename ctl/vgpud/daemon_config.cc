@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/byte_size.h"
+#include "common/log_level.h"
 #include "common/parse.h"
 
 namespace vgpu::vgpud {
@@ -64,12 +65,10 @@ Status ApplyConfigValue(const std::string& key, const std::string& value, Daemon
     return Status::Ok();
   }
   if (key == "log_level") {
-    static const char* kLevels[] = {"off", "error", "warn", "info", "debug"};
-    for (const char* l : kLevels) {
-      if (value == l) {
-        out->log_level = value;
-        return Status::Ok();
-      }
+    LogLevel level;
+    if (ParseLogLevelName(value, &level)) {
+      out->log_level = value;
+      return Status::Ok();
     }
     return Bad(key, "expects off, error, warn, info or debug");
   }

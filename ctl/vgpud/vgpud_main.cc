@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/log_level.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpud/coordinator.h"
 #include "ctl/vgpud/daemon_config.h"
@@ -23,11 +24,10 @@ using vgpu::Status;
 using namespace vgpu::vgpud;
 
 vgpu::LogLevel LevelOf(const std::string& s) {
-  if (s == "off") return vgpu::LogLevel::kOff;
-  if (s == "error") return vgpu::LogLevel::kError;
-  if (s == "warn") return vgpu::LogLevel::kWarn;
-  if (s == "debug") return vgpu::LogLevel::kDebug;
-  return vgpu::LogLevel::kInfo;
+  // The flags' values were checked against the same names.
+  vgpu::LogLevel level = vgpu::LogLevel::kInfo;
+  vgpu::ParseLogLevelName(s, &level);
+  return level;
 }
 
 int Fail(const std::string& message) {

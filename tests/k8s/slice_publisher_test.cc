@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,6 +186,25 @@ TEST(KubeClientTest, AWrongTokenIsAPermissionError) {
   EXPECT_EQ(server.last_authorization(), "Bearer wrong");
   SlicePublisher publisher(&client, Options());
   EXPECT_EQ(publisher.Publish(Gpus()).code, ErrorCode::kPerm);
+}
+
+// A projected service account token is rotated: the file is read again
+// before every request, and a file that went away is an error.
+TEST(KubeClientTest, ATokenFileIsReadBeforeEveryRequest) {
+  FakeApiServer server(kToken);
+  const std::string file = ::testing::TempDir() + "vgpu-token-" + std::to_string(::getpid());
+  std::ofstream(file) << "old-token\n";
+  KubeConfig cfg = Config(server, "");
+  cfg.token_file = file;
+  KubeClient client(cfg);
+  json out;
+  EXPECT_EQ(client.Get("/apis/resource.k8s.io/v1/resourceslices", &out).code, ErrorCode::kPerm);
+  EXPECT_EQ(server.last_authorization(), "Bearer old-token");
+  std::ofstream(file, std::ios::trunc) << kToken << "\n";
+  EXPECT_TRUE(client.Get("/apis/resource.k8s.io/v1/resourceslices", &out).ok());
+  EXPECT_EQ(server.last_authorization(), std::string("Bearer ") + kToken);
+  std::remove(file.c_str());
+  EXPECT_EQ(client.Get("/apis/resource.k8s.io/v1/resourceslices", &out).code, ErrorCode::kNoEnt);
 }
 
 TEST(KubeClientTest, MapsStatusesAndCarriesTheApiMessage) {
