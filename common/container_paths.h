@@ -3,6 +3,9 @@
 // (common/config): declared once, here.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace vgpu {
 
 // Where the CDI spec mounts libvgpu, and what the hook preloads by default:
@@ -26,5 +29,13 @@ inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
 // The node's scheduler region (shm name; share/sched_region.h): /dev/shm/vgpu-sched
 // on the host, mounted at the same path in containers by the CDI spec.
 inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
+// Where the Slurm plugin (cluster/slurm) writes each job's admin file of
+// ceilings, root-owned: one per job and uid, read by libvgpu in the job's
+// processes and removed at the job's end.
+inline constexpr const char* kSlurmJobDir = "/run/vgpu/slurm";
+inline std::string SlurmJobFile(uint32_t job_id, uint32_t uid) {
+  return std::string(kSlurmJobDir) + "/job-" + std::to_string(job_id) + "." +
+         std::to_string(uid) + ".json";
+}
 
 }  // namespace vgpu

@@ -161,6 +161,7 @@ class ResidencyHandler : public ctl::Handler {
     info.group = rt.config().group;
     info.claim = rt.config().claim;
     info.pod = rt.config().pod;
+    info.slurm_job = rt.config().slurm_job;
     info.preemptible = rt.config().preemptible;
     info.state = residency::StateName(Runtime::Get().residency().state());
     info.command = Comm();

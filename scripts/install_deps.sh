@@ -10,9 +10,12 @@ PACKAGES=(cmake ninja-build g++ make pkg-config python3
   libelf-dev libunwind-dev libxxhash-dev libzstd-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev libcli11-dev libcpp-httplib-dev libsystemd-dev
   libssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  python3-yaml python3-jsonschema)
-# podman and runc: the container end-to-end tests (tests/containers).
-CI_PACKAGES=(gnuplot-nox clang libclang-rt-14-dev prometheus podman runc)
+  python3-yaml python3-jsonschema libslurm-dev)
+# podman and runc: the container end-to-end tests (tests/containers); munge,
+# slurmctld, slurmd and the client commands: the Slurm end-to-end test
+# (tests/slurm), which runs them on the loopback.
+CI_PACKAGES=(gnuplot-nox clang libclang-rt-14-dev prometheus podman runc
+  munge slurmctld slurmd slurm-client)
 
 if [[ "${1:-}" == "--ci" ]]; then PACKAGES+=("${CI_PACKAGES[@]}"); fi
 

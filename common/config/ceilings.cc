@@ -141,9 +141,11 @@ Status ApplyCeilingFile(const std::string& path, LoadState* user) {
     u->visible_devices = admin->visible_devices;
     u->visible_devices_set = admin->visible_devices_set;
   });
-  // Labels: a tenant must not pass for another claim or pod.
+  // Labels: a tenant must not pass for another claim, pod or Slurm job.
   c.Fix("VGPU_CLAIM", u->claim != admin->claim, [&] { u->claim = admin->claim; });
   c.Fix("VGPU_POD", u->pod != admin->pod, [&] { u->pod = admin->pod; });
+  c.Fix("VGPU_SLURM_JOB", u->slurm_job != admin->slurm_job,
+        [&] { u->slurm_job = admin->slurm_job; });
   c.ComputePolicy();
   c.Priority();
   c.Preemptible();

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "common/config/ceilings.h"
 #include "common/config/config_file.h"
 #include "common/config/option_table.h"
+#include "common/config/slurm_job.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -32,6 +35,16 @@ using config_internal::OptionTable;
 using config_internal::ParseIndex;
 using config_internal::Printable;
 using config_internal::SplitList;
+
+// The Slurm plugin's admin file for this process's job, "" when it runs in
+// none or its job has none (slurm_job.h).
+Status SlurmJobFileOfProcess(const EnvLookup& getenv_fn, std::string* path) {
+  std::ifstream in("/proc/self/cgroup");
+  const std::string cgroup((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t job_id = 0;
+  if (Status s = SlurmJobIdOf(cgroup, getenv_fn("SLURM_JOB_ID"), &job_id); !s.ok()) return s;
+  return SlurmJobAdminFile(job_id, static_cast<uint32_t>(getuid()), path);
+}
 
 // The env name (primary first, then plain aliases) that is set, or "".
 std::string FindEnvName(const OptionSpec& spec, const EnvLookup& getenv_fn) {
@@ -127,6 +140,14 @@ Status LoadConfigOrFail(const EnvLookup& getenv_fn, const std::vector<std::strin
   for (const char* path : admin_files) {
     if (path == nullptr || access(path, F_OK) != 0) continue;
     if (Status s = config_internal::ApplyCeilingFile(path, &st); !s.ok()) return s;
+  }
+  // The node's own files (not a test's): a Slurm job's file applies too.
+  if (admin_files.data() == std::data(kAdminConfigFiles)) {
+    std::string job_file;
+    if (Status s = SlurmJobFileOfProcess(getenv_fn, &job_file); !s.ok()) return s;
+    if (!job_file.empty()) {
+      if (Status s = config_internal::ApplyCeilingFile(job_file, &st); !s.ok()) return s;
+    }
   }
   out->origins = st.origin;
   out->texts = st.text;

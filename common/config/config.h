@@ -88,6 +88,9 @@ struct Config {
   // vgpuctl ps and vgpud's metrics. Fixed by an admin file that sets them.
   std::string claim;
   std::string pod;
+  // VGPU_SLURM_JOB: the Slurm job id the process runs in (a label; the Slurm
+  // plugin's job file fixes it).
+  std::string slurm_job;
   bool vmm = true;           // VGPU_VMM: device allocations VMM-backed (suspend/checkpoint)
   bool trace_allocations = false;  // VGPU_TRACE_ALLOCATIONS: live bytes per call site
   // The control path (ctl/control): empty means the default, computed where
@@ -180,7 +183,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 // vgpu-oci-hook writes in a container it prepares (common/container_paths.h),
 // so that a process which cleared its environment (and still loads libvgpu
 // through /etc/ld.so.preload) keeps the container's limits (tests: a
-// temporary file; nullptr: none).
+// temporary file; nullptr: none). `admin_files`: the node's by default, and
+// then also the Slurm job file of the process's job when one exists
+// (slurm_job.h); tests pass their own list, which is the whole list.
 Status LoadConfig(const EnvLookup& getenv_fn, Config* out,
                   const std::vector<std::string>* env_names = nullptr,
                   const char* fallback_file = kContainerConfigFile,

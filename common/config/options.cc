@@ -121,6 +121,8 @@ Status ParseClaim(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->cl
 
 Status ParsePod(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->pod); }
 
+Status ParseSlurmJob(const Input& in, Config* cfg) { return ParseLabel(in, &cfg->slurm_job); }
+
 Status ParsePreemptible(const Input& in, Config* cfg) { return ParseSwitch(in, &cfg->preemptible); }
 
 Status ParseLogLevel(const Input& in, Config* cfg) {
@@ -310,6 +312,13 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParsePod,
+     nullptr},
+    {{"VGPU_SLURM_JOB", "", "slurm_job", "none",
+      "The Slurm job the process runs in (its id): a label shown by vgpuctl ps and on vgpud's "
+      "metrics; the Slurm plugin's job file sets it."},
+     Kind::kScalar,
+     false,
+     ParseSlurmJob,
      nullptr},
     {{"VGPU_VMM", "", "", "on",
       "on: device allocations live at stable VMM-backed addresses, so the process can be "

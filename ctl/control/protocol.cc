@@ -255,6 +255,7 @@ json ToJson(const InfoResult& r) {
           {"counters", counters},
           {"claim", r.claim},
           {"pod", r.pod},
+          {"slurm_job", r.slurm_job},
           {"preemptible", r.preemptible}};
 }
 
@@ -283,6 +284,7 @@ Status ParseInfoResult(const json& j, InfoResult* out) {
   // An agent older than these sends none: no labels, preemptible.
   if (s.ok()) s = GetString(j, "claim", &out->claim);
   if (s.ok()) s = GetString(j, "pod", &out->pod);
+  if (s.ok()) s = GetString(j, "slurm_job", &out->slurm_job);
   if (s.ok()) s = GetBool(j, "preemptible", &out->preemptible);
   if (!s.ok() || !Has(j, "devices")) return s;
   if (!j.at("devices").is_array()) return Invalid("devices", "expected an array");

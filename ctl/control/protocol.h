@@ -130,6 +130,7 @@ struct InfoResult {
   // VGPU_PREEMPTIBLE: false, vgpud never makes it give way to another job.
   std::string claim;
   std::string pod;
+  std::string slurm_job;
   bool preemptible = true;
 };
 struct CheckpointResult {

@@ -66,26 +66,38 @@ std::string Field(const json& j, const char* key) {
   return v.is_string() && !v.get<std::string>().empty() ? v.get<std::string>() : "-";
 }
 
-// The CLAIM and POD columns, only when some job has a label: a node without
-// claims shows the table as it was.
-bool AnyLabel(const json& result) {
+// The CLAIM and POD columns only when some job has one of those labels, the
+// SLURM column only when some job runs in a Slurm job: a node without them
+// shows the table as it was.
+struct Labels {
+  bool k8s = false;
+  bool slurm = false;
+};
+
+Labels AnyLabel(const json& result) {
+  Labels l;
   for (const json& j : result.value("processes", json::array())) {
-    if (j.is_object() && (Field(j, "claim") != "-" || Field(j, "pod") != "-")) return true;
+    if (!j.is_object()) continue;
+    l.k8s = l.k8s || Field(j, "claim") != "-" || Field(j, "pod") != "-";
+    l.slurm = l.slurm || Field(j, "slurm_job") != "-";
   }
-  return false;
+  return l;
 }
 
-std::string LabelColumns(const std::string& claim, const std::string& pod, bool labels) {
-  if (!labels) return "";
-  return PadRight(claim, 30) + " " + PadRight(pod, 30) + " ";
+std::string LabelColumns(const std::string& claim, const std::string& pod,
+                         const std::string& slurm_job, Labels labels) {
+  std::string out;
+  if (labels.k8s) out += PadRight(claim, 30) + " " + PadRight(pod, 30) + " ";
+  if (labels.slurm) out += PadRight(slurm_job, 9) + " ";
+  return out;
 }
 
 void PrintJobs(const json& result, bool bars) {
   const auto gpus = GpusByUuid(result);
-  const bool labels = AnyLabel(result);
+  const Labels labels = AnyLabel(result);
   std::printf("%-8s %-16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n", "PID", "COMMAND", "STATE",
               "PRIO", "GPU", "USED", "NEEDS", "QUOTA", "SHARE",
-              LabelColumns("CLAIM", "POD", labels).c_str(), bars ? "MEMORY" : "REASON");
+              LabelColumns("CLAIM", "POD", "SLURM", labels).c_str(), bars ? "MEMORY" : "REASON");
   for (const json& j : result.value("processes", json::array())) {
     for (const json& d : j.value("devices", json::array())) {
       const uint64_t used = d.value("used", uint64_t{0}), need = d.value("footprint", uint64_t{0});
@@ -100,7 +112,7 @@ void PrintJobs(const json& result, bool bars) {
           it == gpus.end() ? "?" : std::to_string(it->second.index).c_str(),
           FormatByteSize(used).c_str(), FormatByteSize(need).c_str(),
           quota == 0 ? "-" : FormatByteSize(quota).c_str(), Share(j).c_str(),
-          LabelColumns(Field(j, "claim"), Field(j, "pod"), labels).c_str(),
+          LabelColumns(Field(j, "claim"), Field(j, "pod"), Field(j, "slurm_job"), labels).c_str(),
           bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
     }
   }

@@ -62,26 +62,40 @@ std::string Quota(const DeviceInfo& d) {
 
 std::string Or(const std::string& s, const char* fallback) { return s.empty() ? fallback : s; }
 
-// The last columns: the container, then, only when some process has a
-// claim or pod label (`labels`), those two; a table without them is as it
-// was before the labels existed.
+// Which label columns the table has: CLAIM and POD only when some process
+// has one of those, SLURM only when some process runs in a Slurm job; a table
+// without them is as it was before the labels existed.
+struct Labels {
+  bool k8s = false;
+  bool slurm = false;
+  void Note(const InfoResult& r) {
+    k8s = k8s || !r.claim.empty() || !r.pod.empty();
+    slurm = slurm || !r.slurm_job.empty();
+  }
+};
+
+// The last columns: the container, then the label columns.
 std::string LastColumns(const std::string& container, const std::string& claim,
-                        const std::string& pod, bool labels) {
-  if (!labels) return container;
-  return PadRight(container, 12) + " " + PadRight(claim, 30) + " " + pod;
+                        const std::string& pod, const std::string& slurm_job, Labels labels) {
+  std::string out = container;
+  if (labels.k8s) out = PadRight(out, 12) + " " + PadRight(claim, 30) + " " + pod;
+  if (labels.slurm) out = PadRight(out, labels.k8s ? 74 : 12) + " " + slurm_job;
+  return out;
 }
 
-void PrintPsHeader(bool labels) {
+void PrintPsHeader(Labels labels) {
   std::printf("%-8s %-16s %-10s %-14s %-4s %-12s %-12s %s\n", "PID", "COMMAND", "STATE", "GROUP",
-              "DEV", "USED", "QUOTA", LastColumns("CONTAINER", "CLAIM", "POD", labels).c_str());
+              "DEV", "USED", "QUOTA",
+              LastColumns("CONTAINER", "CLAIM", "POD", "SLURM", labels).c_str());
 }
 
 // `container`: the container id of a container's agent ("" on the host),
 // shown in its short form, as container runtimes do.
-void PrintPsRows(const InfoResult& r, const std::string& container, bool labels) {
+void PrintPsRows(const InfoResult& r, const std::string& container, Labels labels) {
   const std::string command = Or(r.command, "-");
   const std::string last = LastColumns(container.empty() ? "-" : container.substr(0, 12),
-                                       Or(r.claim, "-"), Or(r.pod, "-"), labels);
+                                       Or(r.claim, "-"), Or(r.pod, "-"),
+                                       Or(r.slurm_job, "-"), labels);
   if (r.devices.empty()) {
     std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s %s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-",
@@ -235,7 +249,7 @@ int Ps(const CommonOptions& o) {
     std::string container;
   };
   std::vector<Row> rows;
-  bool labels = false;
+  Labels labels;
   for (const AgentEntry& a : ListAgents(o.run_dir)) {
     Request req;
     req.cmd = "info";
@@ -257,7 +271,7 @@ int Ps(const CommonOptions& o) {
       r.result["pid"] = info.pid = a.pid;
     }
     all.push_back(r.result);
-    labels = labels || !info.claim.empty() || !info.pod.empty();
+    labels.Note(info);
     rows.push_back({a.pid, Status::Ok(), std::move(info), a.container});
   }
   if (o.json) {
@@ -299,6 +313,7 @@ int Info(const InfoCommand& o) {
   // Only where set: a job outside Kubernetes, the default, shows as before.
   if (!info.claim.empty()) std::printf("claim     %s\n", info.claim.c_str());
   if (!info.pod.empty()) std::printf("pod       %s\n", info.pod.c_str());
+  if (!info.slurm_job.empty()) std::printf("slurm job %s\n", info.slurm_job.c_str());
   if (!info.preemptible) std::printf("preemptible no\n");
   for (const DeviceInfo& d : info.devices) {
     std::string share;

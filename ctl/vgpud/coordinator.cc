@@ -48,6 +48,7 @@ void Merge(const nlohmann::json& info, Job* job) {
   job->group = r.group;
   job->claim = r.claim;
   job->pod = r.pod;
+  job->slurm_job = r.slurm_job;
   job->preemptible = r.preemptible;
   Priority p;
   if (ParsePriority(info.value("priority", std::string("normal")), &p)) job->priority = p;

@@ -67,6 +67,7 @@ nlohmann::json ToJson(const Job& j) {
           {"group", j.group},
           {"claim", j.claim},
           {"pod", j.pod},
+          {"slurm_job", j.slurm_job},
           {"preemptible", j.preemptible},
           {"priority", PriorityName(j.priority)},
           {"weight", j.weight},

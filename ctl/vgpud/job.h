@@ -44,6 +44,7 @@ struct Job {
   std::string group;
   std::string claim;  // VGPU_CLAIM, VGPU_POD: labels for ps and metrics
   std::string pod;
+  std::string slurm_job;
   // VGPU_PREEMPTIBLE=false (only an admin file sets it under ceilings): never
   // suspended, rotated, parked or moved for another job (policy.cc, Pinned).
   bool preemptible = true;

@@ -43,12 +43,13 @@ class Writer {
   std::ostringstream os_;
 };
 
-// claim and pod only when the job has them: an empty label is an absent one
+// claim, pod and slurm_job only when the job has them: an empty label is an absent one
 // to Prometheus, and jobs outside Kubernetes keep their series as they were.
 std::string JobLabels(const Job& j) {
   std::string out = "pid=\"" + std::to_string(j.pid) + "\",command=\"" + Esc(j.command) + "\"";
   if (!j.claim.empty()) out += ",claim=\"" + Esc(j.claim) + "\"";
   if (!j.pod.empty()) out += ",pod=\"" + Esc(j.pod) + "\"";
+  if (!j.slurm_job.empty()) out += ",slurm_job=\"" + Esc(j.slurm_job) + "\"";
   return out;
 }
 

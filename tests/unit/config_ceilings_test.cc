@@ -181,6 +181,15 @@ TEST_F(CeilingsTest, ClaimAndPodLabelsAreFixedByTheAdmin) {
   EXPECT_TRUE(cfg_.refusals.empty()) << Refusals();
 }
 
+TEST_F(CeilingsTest, SlurmJobLabelIsFixedByTheAdmin) {
+  Admin(R"({"slurm_job": "42", "group": "slurm-42"})");
+  env_ = {{"VGPU_SLURM_JOB", "43"}, {"VGPU_GROUP", "slurm-43"}};
+  LoadOk();
+  EXPECT_EQ(cfg_.slurm_job, "42") << "a job must not pass for another Slurm job";
+  EXPECT_EQ(cfg_.group, "slurm-42") << "nor join another job's quota";
+  EXPECT_EQ(cfg_.refusals.size(), 2u) << Refusals();
+}
+
 TEST_F(CeilingsTest, OnlyTheAdminMakesAJobNonPreemptible) {
   // Without an admin file the tenant's own value applies.
   env_ = {{"VGPU_PREEMPTIBLE", "false"}};
