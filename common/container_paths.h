@@ -3,6 +3,9 @@
 // (common/config): declared once, here.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace vgpu {
 
 // Where the CDI spec mounts libvgpu, and what the hook preloads by default:
@@ -26,5 +29,15 @@ inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
 // The node's scheduler region (shm name; share/sched_region.h): /dev/shm/vgpu-sched
 // on the host, mounted at the same path in containers by the CDI spec.
 inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
+
+// The Slurm plugin's admin files (cluster/slurm, docs/slurm.md): one per job
+// and uid on the node, written by spank_vgpu.so in slurmstepd (root, 0644),
+// removed by its job epilog. libvgpu reads the one of its job and uid.
+inline constexpr const char* kSlurmJobDir = "/run/vgpu/slurm";
+// "/run/vgpu/slurm/job-<job_id>.<uid>.json".
+inline std::string SlurmJobFile(uint32_t job_id, uint32_t uid) {
+  return std::string(kSlurmJobDir) + "/job-" + std::to_string(job_id) + "." + std::to_string(uid) +
+         ".json";
+}
 
 }  // namespace vgpu
