@@ -159,6 +159,7 @@ extern "C" {
 // else: a malformed argument fails the contexts of jobs, not the daemon.
 VGPU_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   try {
+    g_options = {};  // the hooks of one process serve one command or step
     const spank_context_t ctx = spank_context();
     if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT) return 0;
     for (spank_option& o : g_option_table) {
