@@ -15,6 +15,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -45,6 +46,9 @@ namespace vs = vgpu::slurm;
 vs::JobOptions g_options;
 
 int OptionCallback(int val, const char* optarg, int remote);
+
+// What the step's limits held at a ceiling, for the job's stderr.
+std::vector<std::string> g_messages;
 
 // The --vgpu-* options, registered in every context (srun, sbatch/salloc,
 // slurmstepd), so that a malformed value fails at submission already and
@@ -134,7 +138,10 @@ int SetUpStep(spank_t sp, int ac, char** av) {
     return Fail(st.message);
   }
   if (!limits.applies) return 0;  // no GPU, no shard: not ours
+  // slurmstepd's own log: slurm_info here does not reach the job; the step's
+  // first task prints them (slurm_spank_task_init).
   for (const std::string& m : limits.messages) slurm_info("%s", m.c_str());
+  g_messages = limits.messages;
   const std::string lib = args.lib.empty() ? DefaultLib() : args.lib;
   if (lib.empty() || access(lib.c_str(), R_OK) != 0) {
     return Fail("vgpu: libvgpu.so not found at '" + lib + "': give lib=PATH in plugstack.conf");
@@ -160,6 +167,7 @@ extern "C" {
 VGPU_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   try {
     g_options = {};  // the hooks of one process serve one command or step
+    g_messages.clear();
     const spank_context_t ctx = spank_context();
     if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT) return 0;
     for (spank_option& o : g_option_table) {
@@ -189,6 +197,24 @@ VGPU_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     return SetUpStep(sp, ac, av);
   } catch (...) {
     return Fail("vgpu: internal error in slurm_spank_init_post_opt");
+  }
+}
+
+// In each task, as the job's user, with the task's stdio in place: the one
+// hook whose stderr is the job's (slurm_info in slurmstepd goes to slurmd's
+// log). The step's first task tells what its options could not have.
+VGPU_EXPORT int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  try {
+    uint32_t task = 0;
+    if (g_messages.empty() || spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS ||
+        task != 0) {
+      return 0;
+    }
+    for (const std::string& m : g_messages) std::fprintf(stderr, "%s\n", m.c_str());
+    std::fflush(stderr);
+    return 0;
+  } catch (...) {
+    return 0;
   }
 }
 

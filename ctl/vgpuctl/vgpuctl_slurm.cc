@@ -1,5 +1,6 @@
 #include "ctl/vgpuctl/vgpuctl_slurm.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -89,8 +90,15 @@ int SlurmGres(SlurmGresCommand c) {
   // slurmd stats every File= at its start: a missing one is the node's error now.
   for (const GresGpu& g : gpus) {
     const std::string file = c.dev_dir + "/nvidia" + std::to_string(g.index);
-    if (access(file.c_str(), F_OK) != 0) {
+    struct stat st {};
+    if (stat(file.c_str(), &st) != 0) {
       return Fail(file + " does not exist (the GPU's device node; --dev-dir DIR)");
+    }
+    // slurmd drops such a File= ("not a valid character or block device"):
+    // its jobs then get no SLURM_JOB_GPUS, and the plugin refuses them.
+    if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+      std::fprintf(stderr, "vgpuctl slurm: warning: %s is not a device node: slurmd ignores it\n",
+                   file.c_str());
     }
   }
   std::string error;

@@ -75,6 +75,10 @@ TEST_F(SlurmGresTest, GpuAndShardLinesPerGpu) {
   EXPECT_TRUE(lines[8].starts_with(prefix)) << lines[8];
   EXPECT_EQ(std::count(lines[8].begin(), lines[8].end(), ','), 1) << "two UUIDs: " << lines[8];
   EXPECT_EQ(r.out.find("overcommit"), std::string::npos);
+  // Plain files stand in for the device nodes: slurmd would ignore them.
+  EXPECT_NE(r.err.find("warning: " + dev + "0 is not a device node: slurmd ignores it"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(SlurmGresTest, OvercommitSaysVgpudMustRun) {

@@ -35,6 +35,7 @@ struct Host {
   spank_context_t ctx = S_CTX_REMOTE;
   uint32_t job_id = 0, step_id = 0;
   uid_t uid = 0;
+  uint32_t task = 0;
   std::map<std::string, std::string> env;
   std::vector<spank_option> options;
   std::vector<std::string> errors, infos;
@@ -76,6 +77,9 @@ __attribute__((visibility("default"))) spank_err_t spank_get_item(spank_t, spank
       break;
     case S_JOB_UID:
       *va_arg(ap, uid_t*) = g_host.uid;
+      break;
+    case S_TASK_GLOBAL_ID:
+      *va_arg(ap, uint32_t*) = g_host.task;
       break;
     default:
       rc = RC(ESPANK_BAD_ARG);
@@ -250,6 +254,14 @@ TEST_F(SpankPluginTest, ShardStepGetsItsFileAndPreloadAndTheEpilogRemovesThem) {
   EXPECT_EQ(j["slurm_job"], std::to_string(g_host.job_id));
   EXPECT_EQ(j["priority"], "low");
   EXPECT_EQ(j["suspend_on_sigtstp"], "true");
+  // The step's first task tells the job (its stderr); the others do not.
+  auto sp = reinterpret_cast<spank_t>(&g_host);
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(Sym("slurm_spank_task_init")(sp, 0, nullptr), 0);
+  g_host.task = 1;
+  ASSERT_EQ(Sym("slurm_spank_task_init")(sp, 0, nullptr), 0);
+  const std::string told = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(told, g_host.infos[0] + "\n");
   // A second step of the job: the preload is not repeated.
   ASSERT_EQ(RunStep({"lib=" + lib_, "shard_mem=1GiB"}), 0) << Errors();
   EXPECT_EQ(g_host.env["LD_PRELOAD"], lib_ + ":/a.so");
@@ -259,7 +271,6 @@ TEST_F(SpankPluginTest, ShardStepGetsItsFileAndPreloadAndTheEpilogRemovesThem) {
                              std::to_string(g_host.job_id);
   std::ofstream(ledger) << "x";
   g_host.ctx = S_CTX_JOB_SCRIPT;
-  auto sp = reinterpret_cast<spank_t>(&g_host);
   ASSERT_EQ(Sym("slurm_spank_init")(sp, 0, nullptr), 0);
   ASSERT_EQ(Sym("slurm_spank_job_epilog")(sp, 0, nullptr), 0) << Errors();
   EXPECT_FALSE(std::filesystem::exists(file));
