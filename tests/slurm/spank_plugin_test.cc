@@ -284,4 +284,19 @@ TEST_F(SpankPluginTest, MissingLibFailsTheStep) {
       << Errors();
 }
 
+TEST_F(SpankPluginTest, DefaultLibIsBesideThePlugin) {
+  const std::string plugin = VGPU_SPANK_PLUGIN;
+  const std::string lib = plugin.substr(0, plugin.rfind('/')) + "/libvgpu.so";
+  g_host.env = {{"SLURM_SHARDS_ON_NODE", "1"}, {"SLURM_STEP_GPUS", "0"}};
+  if (access(lib.c_str(), R_OK) != 0) {
+    EXPECT_EQ(RunStep({"shard_mem=1g"}), -1);
+    EXPECT_NE(Errors().find("libvgpu.so not found at '" + lib + "'"), std::string::npos)
+        << Errors();
+    return;
+  }
+  if (!Root()) GTEST_SKIP() << "writes /run/vgpu/slurm: root only";
+  ASSERT_EQ(RunStep({"shard_mem=1g"}), 0) << Errors();
+  EXPECT_EQ(g_host.env["LD_PRELOAD"], lib);
+}
+
 }  // namespace
