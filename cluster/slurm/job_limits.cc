@@ -274,6 +274,7 @@ Status ComputeJobLimits(const PluginArgs& args, const JobOptions& opts, const Jo
   if (share) a["compute_share"] = FormatPercent(*share);
   if (args.weight_per_shard && shards > 0) {
     a["compute_weight"] = std::to_string(std::min<uint64_t>(kMaxComputeWeight, shards));
+    out->env_defaults.emplace_back("VGPU_COMPUTE_WEIGHT", a["compute_weight"]);
   }
 
   // Priority: the QOS's entry, else the partition's, else normal.
@@ -293,6 +294,7 @@ Status ComputeJobLimits(const PluginArgs& args, const JobOptions& opts, const Jo
     }
   }
   a["priority"] = PriorityWord(prio);
+  out->env_defaults.emplace_back("VGPU_PRIORITY", PriorityWord(prio));
   out->applies = true;
   return Status::Ok();
 }

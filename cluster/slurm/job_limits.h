@@ -82,6 +82,10 @@ struct JobLimits {
   bool applies = false;               // false: no GPU and no shard, nothing to do
   nlohmann::json admin;               // the admin file's content
   std::vector<std::string> messages;  // for the job's stderr (an option held at a ceiling)
+  // The step's environment defaults (set where the job has not set them):
+  // an admin file's priority and weight are ceilings only, which a process
+  // that names none would not reach (it runs at normal, weight 1).
+  std::vector<std::pair<std::string, std::string>> env_defaults;
 };
 
 // The step's limits: device_memory_limit = shards x shard_mem, compute_share

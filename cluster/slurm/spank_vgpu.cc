@@ -151,6 +151,13 @@ int SetUpStep(spank_t sp, int ac, char** av) {
   if (Status st = vs::WriteFileAtomic(file, limits.admin.dump(2) + "\n"); !st.ok()) {
     return Fail(st.message);
   }
+  for (const auto& [name, value] : limits.env_defaults) {
+    // 0: the job's own value stays (libvgpu holds it to the file's ceiling).
+    const spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 0);
+    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
+      return Fail("vgpu: cannot set the step's " + name);
+    }
+  }
   const std::string preload = vs::PrependPreload(Env(sp, "LD_PRELOAD").value_or(""), lib);
   if (spank_setenv(sp, "LD_PRELOAD", preload.c_str(), 1) != ESPANK_SUCCESS) {
     return Fail("vgpu: cannot set the step's LD_PRELOAD");

@@ -121,6 +121,9 @@ TEST(SlurmJobLimits, ShardsTimesSize) {
   EXPECT_EQ(l.admin["suspend_on_sigtstp"], "true");
   EXPECT_FALSE(l.admin.contains("compute_weight"));
   EXPECT_TRUE(l.messages.empty());
+  ASSERT_EQ(l.env_defaults.size(), 1u);
+  EXPECT_EQ(l.env_defaults[0].first, "VGPU_PRIORITY");
+  EXPECT_EQ(l.env_defaults[0].second, "normal");
 }
 
 TEST(SlurmJobLimits, ComputeShareIsCappedAt100) {
@@ -134,6 +137,9 @@ TEST(SlurmJobLimits, WeightPerShardAndSuspendOff) {
   PluginArgs a = Args({"shard_mem=1GiB", "weight_per_shard=on", "suspend=off"});
   JobLimits l = Compute(a, {}, ShardJob("5"));
   EXPECT_EQ(l.admin["compute_weight"], "5");
+  ASSERT_EQ(l.env_defaults.size(), 2u);
+  EXPECT_EQ(l.env_defaults[0].first, "VGPU_COMPUTE_WEIGHT");
+  EXPECT_EQ(l.env_defaults[0].second, "5");
   EXPECT_EQ(l.admin["suspend_on_sigtstp"], "false");
 }
 

@@ -92,14 +92,14 @@ wait_jobs() {
   fail "jobs still queued"
 }
 sub() { sbatch -o "$T/o.%j" "$@" | awk '{print $4}'; }
-j1=$(sub --gres=shard:3 --vgpu-mem=1GiB --wrap 'echo PRELOAD=$LD_PRELOAD; cat /run/vgpu/slurm/job-$SLURM_JOB_ID.0.json; touch /dev/shm/vgpu-ledger-0-slurm-$SLURM_JOB_ID')
+j1=$(sub --gres=shard:3 --vgpu-mem=1GiB --wrap 'echo PRELOAD=$LD_PRELOAD PRIO=$VGPU_PRIORITY; cat /run/vgpu/slurm/job-$SLURM_JOB_ID.0.json; touch /dev/shm/vgpu-ledger-0-slurm-$SLURM_JOB_ID')
 j2=$(sub -p other --gres=shard:2 --vgpu-mem=8GiB --wrap 'cat /run/vgpu/slurm/job-$SLURM_JOB_ID.0.json')
 j3=$(sub -p other --gres=gpu:1 --wrap 'cat /run/vgpu/slurm/job-$SLURM_JOB_ID.0.json')
 j4=$(sub --wrap 'echo PRELOAD=$LD_PRELOAD; ls /run/vgpu/slurm/job-$SLURM_JOB_ID.* 2>&1')
 bad=$(sbatch --gres=shard:1 --vgpu-mem=lots --wrap true 2>&1) && fail "--vgpu-mem=lots accepted"
 wait_jobs
 
-grep -q "PRELOAD=$T/lib/libvgpu.so" "$T/o.$j1" || fail "job $j1: LD_PRELOAD"
+grep -q "PRELOAD=$T/lib/libvgpu.so PRIO=high" "$T/o.$j1" || fail "job $j1: LD_PRELOAD, VGPU_PRIORITY"
 grep -q '"device_memory_limit": "1073741824"' "$T/o.$j1" || fail "job $j1: memory"
 grep -q '"compute_share": "30%"' "$T/o.$j1" || fail "job $j1: share"
 grep -q '"priority": "high"' "$T/o.$j1" || fail "job $j1: the partition's priority"

@@ -234,6 +234,8 @@ TEST_F(SpankPluginTest, ShardStepGetsItsFileAndPreloadAndTheEpilogRemovesThem) {
             0)
       << Errors();
   EXPECT_EQ(g_host.env["LD_PRELOAD"], lib_ + ":/a.so");
+  EXPECT_EQ(g_host.env["VGPU_PRIORITY"], "low") << "the priority, as a default";
+  EXPECT_EQ(g_host.env.count("VGPU_COMPUTE_WEIGHT"), 0u);
   ASSERT_EQ(g_host.infos.size(), 1u);
   EXPECT_NE(g_host.infos[0].find("--vgpu-mem=8 GiB is above the job's 3 GiB"), std::string::npos)
       << g_host.infos[0];
@@ -262,9 +264,13 @@ TEST_F(SpankPluginTest, ShardStepGetsItsFileAndPreloadAndTheEpilogRemovesThem) {
   ASSERT_EQ(Sym("slurm_spank_task_init")(sp, 0, nullptr), 0);
   const std::string told = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(told, g_host.infos[0] + "\n");
-  // A second step of the job: the preload is not repeated.
-  ASSERT_EQ(RunStep({"lib=" + lib_, "shard_mem=1GiB"}), 0) << Errors();
+  // A second step of the job: the preload is not repeated, the job's own
+  // VGPU_* values stay (libvgpu holds them to the file).
+  g_host.env["VGPU_PRIORITY"] = "high";
+  ASSERT_EQ(RunStep({"lib=" + lib_, "shard_mem=1GiB", "weight_per_shard=on"}), 0) << Errors();
   EXPECT_EQ(g_host.env["LD_PRELOAD"], lib_ + ":/a.so");
+  EXPECT_EQ(g_host.env["VGPU_PRIORITY"], "high");
+  EXPECT_EQ(g_host.env["VGPU_COMPUTE_WEIGHT"], "3");
 
   // The job's end: its file and its ledger go.
   const std::string ledger = "/dev/shm/vgpu-ledger-" + std::to_string(g_host.uid) + "-slurm-" +
