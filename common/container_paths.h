@@ -29,13 +29,16 @@ inline constexpr const char* kNodeConfigFile = "/etc/vgpu/node.json";
 // The node's scheduler region (shm name; share/sched_region.h): /dev/shm/vgpu-sched
 // on the host, mounted at the same path in containers by the CDI spec.
 inline constexpr const char* kNodeSchedRegion = "/vgpu-sched";
-// Where the Slurm plugin (cluster/slurm) writes each job's admin file of
-// ceilings, root-owned: one per job and uid, read by libvgpu in the job's
-// processes and removed at the job's end.
-inline constexpr const char* kSlurmJobDir = "/run/vgpu/slurm";
+// The Slurm plugin's admin files (cluster/slurm, docs/slurm.md): one per job
+// and uid on the node, written by spank_vgpu.so in slurmstepd (root, 0644),
+// removed by its job epilog. libvgpu reads the one of its job and uid. Not
+// under root's run directory /run/vgpu, which is 0700: every job's uid must
+// reach its file.
+inline constexpr const char* kSlurmJobDir = "/run/vgpu-slurm";
+// "/run/vgpu-slurm/job-<job_id>.<uid>.json".
 inline std::string SlurmJobFile(uint32_t job_id, uint32_t uid) {
-  return std::string(kSlurmJobDir) + "/job-" + std::to_string(job_id) + "." +
-         std::to_string(uid) + ".json";
+  return std::string(kSlurmJobDir) + "/job-" + std::to_string(job_id) + "." + std::to_string(uid) +
+         ".json";
 }
 
 }  // namespace vgpu

@@ -24,7 +24,7 @@ seconds=${1:-60}
 shift || true
 build=${VGPU_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${VGPU_FUZZ_JOBS:-2}
-read -r -a targets <<<"${VGPU_FUZZ_TARGETS:-image_reader_fuzz module_image_fuzz ctl_protocol_fuzz vgpud_request_fuzz oci_state_fuzz k8s_claim_fuzz}"
+read -r -a targets <<<"${VGPU_FUZZ_TARGETS:-image_reader_fuzz module_image_fuzz ctl_protocol_fuzz vgpud_request_fuzz oci_state_fuzz k8s_claim_fuzz slurm_job_fuzz}"
 
 # Seed makers need no instrumentation: those of a default build (build/,
 # which CI makes first) are used when present, saving a minute of compiling.
@@ -59,6 +59,7 @@ seeds_of() {
     vgpud_request_fuzz) echo "tests/fuzz/vgpud_corpus" ;;
     oci_state_fuzz) echo "tests/fuzz/oci_corpus" ;;
     k8s_claim_fuzz) echo "tests/fuzz/k8s_corpus" ;;
+    slurm_job_fuzz) echo "tests/fuzz/slurm_corpus" ;;
     *) echo "fuzz.sh: no seeds for $1" >&2; return 1 ;;
   esac
 }

@@ -21,6 +21,7 @@
 #include "ctl/vgpuctl/vgpuctl_cli.h"
 #include "ctl/vgpuctl/vgpuctl_daemon.h"
 #include "ctl/vgpuctl/vgpuctl_process.h"
+#include "ctl/vgpuctl/vgpuctl_slurm.h"
 #include "quota/quota_ledger.h"
 
 namespace {
@@ -58,6 +59,11 @@ constexpr const char* kUsage =
     "                          or FILE (docs/containers.md); creates the node's scheduler region\n"
     "  cdi list [FILE|DIR]...  list the vgpu.io/gpu devices of CDI specs (default: /etc/cdi,\n"
     "                          /var/run/cdi) and the GPUs each makes visible\n"
+    "  slurm gres [--shard-mem SIZE] [--shard-compute PCT] [--overcommit F] [--dev-dir DIR]\n"
+    "      [--libvgpu PATH] [--plugin PATH]\n"
+    "                          the node's gres.conf lines (gpu and shard), its slurm.conf\n"
+    "                          Gres= and the plugstack.conf line of spank_vgpu.so\n"
+    "                          (docs/slurm.md)\n"
     "options of the process commands:\n"
     "  --json                  machine-readable output on stdout\n"
     "  -q, --quiet             no progress display\n"
@@ -213,6 +219,7 @@ struct Commands {
   DrainCommand drain, undrain;
   CdiGenerateCommand cdi_generate;
   std::vector<std::string> cdi_list;
+  SlurmGresCommand slurm_gres;
   bool config_table = false;
   std::string quota_group;
   int exit_code = 0;  // the command's, once it ran
@@ -293,6 +300,37 @@ void AddCdi(CLI::App* app, Commands* cmds) {
   l->callback([cmds] { cmds->exit_code = CdiList(cmds->cdi_list); });
 }
 
+void AddSlurm(CLI::App* app, Commands* cmds) {
+  CLI::App* slurm = app->add_subcommand("slurm", "Slurm's configuration for this node");
+  slurm->require_subcommand(1);
+  CLI::App* g = slurm->add_subcommand("gres", "gres.conf, Gres= and plugstack.conf lines");
+  SlurmGresCommand* o = &cmds->slurm_gres;
+  g->add_option_function<std::string>(
+      "--shard-mem",
+      [o](const std::string& v) {
+        if (!vgpu::ParseByteSize(v, &o->shard_mem) || o->shard_mem == 0) {
+          Invalid("--shard-mem", "wants a size above 0 (1GiB, 512MiB), not '" + v + "'");
+        }
+      },
+      "device memory per shard (default 1GiB)");
+  AddParsed(g, "--shard-compute", vgpu::ParseSharePermille, &o->shard_compute_permille,
+            "a percentage above 0 and at most 100 (30, 12.5, 30%)", "compute share per shard");
+  g->add_option_function<std::string>(
+      "--overcommit",
+      [o](const std::string& v) {
+        double f = 0;
+        if (!vgpu::ParsePercent(v, &f) || f <= 0 || f > 16) {
+          Invalid("--overcommit", "wants a factor above 0 and at most 16, not '" + v + "'");
+        }
+        o->overcommit = f;
+      },
+      "shards per GPU memory (default 1; above 1 needs vgpud)");
+  AddPath(g, "--dev-dir", &o->dev_dir, "directory of the GPU device nodes (default /dev)");
+  AddPath(g, "--libvgpu", &o->libvgpu, "libvgpu.so for the plugstack.conf line");
+  AddPath(g, "--plugin", &o->plugin, "spank_vgpu.so for the plugstack.conf line");
+  g->callback([cmds] { cmds->exit_code = SlurmGres(cmds->slurm_gres); });
+}
+
 // Each command's callback runs it once its options are parsed and checked.
 template <typename Fn>
 void Runs(CLI::App* c, Commands* m, Fn fn) {
@@ -354,6 +392,7 @@ void AddCommands(CLI::App* app, Commands* m) {
   AddSet(app, &m->set);
   Runs(app->get_subcommand("set"), m, [m] { return Set(m->set); });
   AddCdi(app, m);
+  AddSlurm(app, m);
 }
 
 bool IsCommand(const CLI::App& app, const std::string& name) {
