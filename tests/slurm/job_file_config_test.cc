@@ -1,7 +1,6 @@
 // The job's admin file as libvgpu reads it: what ComputeJobLimits writes,
 // loaded by vgpu_config (LoadConfig with the file as its admin file), holds
-// the tenant to the job's shards. The plugin's own keys (slurm_job,
-// suspend_on_sigtstp) are libvgpu's to parse and are left out here. Label unit.
+// the tenant to the job's shards. Label unit.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -29,8 +28,7 @@ class JobFileConfigTest : public ::testing::Test {
   // Loads the job's file as libvgpu would, with `env` as the tenant's.
   Status Load(const JobLimits& l, const std::map<std::string, std::string>& env, Config* cfg) {
     nlohmann::json admin = l.admin;
-    admin.erase("slurm_job");
-    admin.erase("suspend_on_sigtstp");
+    admin.erase("suspend_on_sigtstp");  // until libvgpu has the option
     std::ofstream(path_) << admin.dump();
     const std::array<const char*, 1> files = {path_.c_str()};
     return LoadConfig(
@@ -73,6 +71,7 @@ TEST_F(JobFileConfigTest, LibvgpuReadsTheJobsCeilings) {
   Status st = Load(l, env, &cfg);
   ASSERT_TRUE(st.ok()) << st.message;
   EXPECT_EQ(cfg.group, "slurm-42");
+  EXPECT_EQ(cfg.slurm_job, "42");
   ASSERT_EQ(cfg.visible_devices.size(), 1u);
   EXPECT_EQ(cfg.visible_devices[0], "GPU-00000000-1111-2222-3333-444444444444");
   EXPECT_EQ(cfg.LimitFor(0), 3ull << 30);

@@ -685,7 +685,7 @@ TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
       e, "VGPU_CONFIG file '" + path +
              "' has unknown key 'device_memory_limt': expected visible_devices, "
              "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
-             "sched_region, preemptible, claim, pod, "
+             "sched_region, preemptible, claim, pod, slurm_job, "
              "log_level, log_file, real_libcuda, real_libnvml");
 }
 
