@@ -24,6 +24,7 @@
 #include "intercept/runtime.h"
 #include "residency/engine.h"
 #include "residency/migration.h"
+#include "residency/stop_signals.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -207,7 +208,35 @@ class ResidencyHandler : public ctl::Handler {
   }
 };
 
+// VGPU_SUSPEND_ON_SIGTSTP: a SIGTSTP suspends with the same engine as the
+// agent's "suspend" (not marked parked: vgpud leaves it alone, as a suspend
+// by hand), a SIGCONT resumes (residency/stop_signals.h).
+class EngineSuspender final : public residency::Suspender {
+ public:
+  Status Suspend() override {
+    residency::Result r = Runtime::Get().residency().Suspend({});
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  Status Resume() override {
+    residency::Result r = Runtime::Get().residency().Resume({});
+    return r.ok() ? Status::Ok() : r.status();
+  }
+};
+
 }  // namespace
+
+void Runtime::StartSuspendOnSigtstp() noexcept {
+  try {
+    static EngineSuspender* suspender = new EngineSuspender();  // the handlers outlive everything
+    if (Status s = residency::InstallPosixStopSignals(suspender); !s.ok()) {
+      VGPU_LOG(kWarn, "VGPU_SUSPEND_ON_SIGTSTP: handlers not installed: {}", s.message);
+    } else {
+      VGPU_LOG(kInfo, "VGPU_SUSPEND_ON_SIGTSTP: SIGTSTP suspends device memory, SIGCONT resumes");
+    }
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "VGPU_SUSPEND_ON_SIGTSTP: handlers not installed: {}", e.what());
+  }
+}
 
 void Runtime::StartAgent() noexcept {
   // cuInit must not fail because the agent could not start (out of memory,
