@@ -186,8 +186,11 @@ class ResidencyHandler : public ctl::Handler {
     nlohmann::json j = ctl::ToJson(info);
     // What vgpud needs besides: who parked it, and each device's footprint
     // (live allocations: what a resume needs, also while suspended).
-    if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator())
+    if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator()) {
       j["suspended_by"] = "vgpud";
+    } else if (info.state != "running" && residency::SuspendedByStopSignal()) {
+      j["suspended_by"] = "sigtstp";  // VGPU_SUSPEND_ON_SIGTSTP
+    }
     // Processes it shares device memory with (CUDA IPC): vgpud never parks it alone.
     j["shared_with"] = rt.ipc_sharing().SharedWith(rt.imported().Exporters());
     for (size_t i = 0; i < info.devices.size(); ++i) {

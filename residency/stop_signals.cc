@@ -131,7 +131,7 @@ struct Plumbing {
 
 // Set once before the handlers are installed; never destroyed (a handler may
 // run at any time until exit).
-Plumbing* g_plumbing = nullptr;
+std::atomic<Plumbing*> g_plumbing{nullptr};  // lock-free: read in the handlers
 
 // What the program's own disposition does (a forked child: no thread there).
 void ActAsProgram(const struct sigaction& old, int signo, siginfo_t* info, void* uc) {
@@ -152,7 +152,7 @@ void Wake(Plumbing* p) {
 
 void OnTstpSignal(int signo, siginfo_t* info, void* uc) {
   const int saved = errno;
-  Plumbing* p = g_plumbing;
+  Plumbing* p = g_plumbing.load();
   if (getpid() != p->owner) {
     ActAsProgram(p->host.old_tstp, signo, info, uc);
   } else {
@@ -165,7 +165,7 @@ void OnTstpSignal(int signo, siginfo_t* info, void* uc) {
 
 void OnContSignal(int signo, siginfo_t* info, void* uc) {
   const int saved = errno;
-  Plumbing* p = g_plumbing;
+  Plumbing* p = g_plumbing.load();
   if (getpid() == p->owner) {
     p->signals->NoteCont();
     Wake(p);
@@ -190,7 +190,7 @@ void Loop(Plumbing* p) {
 }  // namespace
 
 Status InstallPosixStopSignals(Suspender* suspender) {
-  if (g_plumbing != nullptr) return Status::Ok();
+  if (g_plumbing.load() != nullptr) return Status::Ok();
   auto p = std::make_unique<Plumbing>();
   p->owner = getpid();
   p->signals = std::make_unique<StopSignals>(suspender, &p->host);
@@ -215,7 +215,7 @@ Status InstallPosixStopSignals(Suspender* suspender) {
     return Status::Error(ErrorCode::kNoMem, std::string("no thread: ") + e.what());
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  g_plumbing = p.release();
+  g_plumbing.store(p.release());
   struct sigaction sa {};
   sa.sa_sigaction = OnTstpSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -224,6 +224,11 @@ Status InstallPosixStopSignals(Suspender* suspender) {
   sa.sa_sigaction = OnContSignal;
   sigaction(SIGCONT, &sa, &raw->host.old_cont);
   return Status::Ok();
+}
+
+bool SuspendedByStopSignal() {
+  const Plumbing* p = g_plumbing.load();
+  return p != nullptr && p->signals->suspended();
 }
 
 }  // namespace vgpu::residency

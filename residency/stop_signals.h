@@ -93,4 +93,8 @@ class StopSignals {
 // the handlers act as the program's own would, without a suspend.
 Status InstallPosixStopSignals(Suspender* suspender);
 
+// True while a SIGTSTP's suspend holds the process's memory in host RAM (the
+// agent's info says "suspended_by": "sigtstp"); false before the install.
+bool SuspendedByStopSignal();
+
 }  // namespace vgpu::residency

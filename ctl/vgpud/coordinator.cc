@@ -83,6 +83,8 @@ void Merge(const nlohmann::json& info, Job* job) {
     job->parked_on_disk = job->parked_on_disk || r.state == "checkpointed";
   } else {
     job->state = r.state == "checkpointed" ? JobState::kCheckpointed : JobState::kSuspended;
+    // By its own SIGTSTP (VGPU_SUSPEND_ON_SIGTSTP: a Slurm suspend), else by hand.
+    if (info.value("suspended_by", std::string()) == "sigtstp") job->reason = "SIGTSTP";
   }
   const nlohmann::json& devs = info.contains("devices") ? info["devices"] : nlohmann::json();
   job->devices.clear();

@@ -10,7 +10,7 @@
 #                             resumes the memory
 #   sigtstp_test.sh bench [MiB] prints the time from kill -TSTP to the device memory
 #                             freed (measured outside, and libvgpu's own log line)
-# Environment (from CMake): LIBVGPU CLIENT SIM_DIR KERNELS
+# Environment (from CMake): LIBVGPU CLIENT SIM_DIR KERNELS VGPUCTL
 set -u
 mode=$1
 mib=${2:-1024}
@@ -110,6 +110,8 @@ handler)
   for _ in $(seq 1 500); do grep -q "program tstp handler" "$work/job.out" && break; sleep 0.01; done
   grep -q "program tstp handler" "$work/job.out" || fail "the program's handler was not called"
   [ "$(state $child)" != T ] || fail "stopped although the program handles SIGTSTP"
+  "$VGPUCTL" info $child --json >"$work/info.out" 2>&1 || { cat "$work/info.out"; fail "vgpuctl info"; }
+  grep -Eq '"suspended_by": ?"sigtstp"' "$work/info.out" || fail "info: $(cat "$work/info.out")"
   kill -CONT $child
   for _ in $(seq 1 2000); do grep -q "SIGCONT: device memory resumed" "$work/vgpu.log" && break; sleep 0.01; done
   finish_job

@@ -199,13 +199,16 @@ TEST(StopSignalsPosixTest, HandlersChainTheProgramsAndWakeTheThread) {
   signal(SIGTSTP, ProgramTstp);
   signal(SIGCONT, ProgramCont);
   static CountingSuspender suspender;  // lives for ever, as the handlers do
+  EXPECT_FALSE(SuspendedByStopSignal()) << "nothing installed yet";
   ASSERT_TRUE(InstallPosixStopSignals(&suspender).ok());
   ASSERT_TRUE(InstallPosixStopSignals(&suspender).ok()) << "a second install does nothing";
   raise(SIGTSTP);
   ASSERT_TRUE(WaitFor([] { return g_program_tstp.load() == 1; }));
   EXPECT_EQ(suspender.suspends.load(), 1) << "the program's handler runs after the suspend";
+  EXPECT_TRUE(SuspendedByStopSignal());
   raise(SIGCONT);
   ASSERT_TRUE(WaitFor([] { return suspender.resumes.load() == 1; }));
+  EXPECT_TRUE(WaitFor([] { return !SuspendedByStopSignal(); }));
   EXPECT_EQ(g_program_cont.load(), 1);
   EXPECT_EQ(g_program_tstp.load(), 1);
 }

@@ -214,8 +214,10 @@ tstp_job)
   for _ in $(seq 1 500); do [ "$(sed 's/.*) //' "/proc/$pid_a/stat" | cut -d' ' -f1)" = T ] && break; sleep 0.01; done
   job b 160 6 100
   wait_line "$work/b.out" allocated
+  sleep 0.6  # a vgpud refresh
   timeout 10 "$VGPUCTL" ps >"$work/ps.out" 2>&1 || fail "vgpuctl ps failed"
   cat "$work/ps.out"
+  grep -q "^$pid_a .*stopped" "$work/ps.out" || fail "ps does not show $pid_a stopped"
   finish b
   kill -CONT "$pid_a"
   finish a
