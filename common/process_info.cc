@@ -46,6 +46,20 @@ bool ProcessAlive(pid_t pid, uint64_t start_time) {
   return ProcessStartTime(pid) == start_time;
 }
 
+bool ProcessStopped(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command name may hold ')'
+  if (p == nullptr || p[1] != ' ') return false;
+  return p[2] == 'T' || p[2] == 't';
+}
+
 uint64_t ProcessImageId() {
   const auto* bytes = reinterpret_cast<const unsigned char*>(getauxval(AT_RANDOM));
   uint64_t id = 0;

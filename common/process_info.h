@@ -19,6 +19,11 @@ uint64_t ProcessStartTime(pid_t pid);
 // of processes whose /proc we cannot read must not look dead.
 bool ProcessAlive(pid_t pid, uint64_t start_time);
 
+// Whether `pid` is stopped (state T or t in /proc/<pid>/stat: SIGSTOP,
+// SIGTSTP, a tracer): it answers nothing until continued. False if gone or
+// unreadable.
+bool ProcessStopped(pid_t pid);
+
 // Identity of this process *image*: random bytes the kernel places at every
 // exec (AT_RANDOM), the same for every library of the process and inherited
 // by fork()ed children. A slot with our pid and start time but another image

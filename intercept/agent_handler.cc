@@ -24,6 +24,7 @@
 #include "intercept/runtime.h"
 #include "residency/engine.h"
 #include "residency/migration.h"
+#include "residency/stop_signals.h"
 #include "vmm/vmm.h"
 
 namespace vgpu {
@@ -186,8 +187,11 @@ class ResidencyHandler : public ctl::Handler {
     nlohmann::json j = ctl::ToJson(info);
     // What vgpud needs besides: who parked it, and each device's footprint
     // (live allocations: what a resume needs, also while suspended).
-    if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator())
+    if (info.state != "running" && Runtime::Get().coordination().ParkedByCoordinator()) {
       j["suspended_by"] = "vgpud";
+    } else if (info.state != "running" && residency::SuspendedByStopSignal()) {
+      j["suspended_by"] = "sigtstp";  // VGPU_SUSPEND_ON_SIGTSTP
+    }
     // Processes it shares device memory with (CUDA IPC): vgpud never parks it alone.
     j["shared_with"] = rt.ipc_sharing().SharedWith(rt.imported().Exporters());
     for (size_t i = 0; i < info.devices.size(); ++i) {
@@ -208,7 +212,35 @@ class ResidencyHandler : public ctl::Handler {
   }
 };
 
+// VGPU_SUSPEND_ON_SIGTSTP: a SIGTSTP suspends with the same engine as the
+// agent's "suspend" (not marked parked: vgpud leaves it alone, as a suspend
+// by hand), a SIGCONT resumes (residency/stop_signals.h).
+class EngineSuspender final : public residency::Suspender {
+ public:
+  Status Suspend() override {
+    residency::Result r = Runtime::Get().residency().Suspend({});
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  Status Resume() override {
+    residency::Result r = Runtime::Get().residency().Resume({});
+    return r.ok() ? Status::Ok() : r.status();
+  }
+};
+
 }  // namespace
+
+void Runtime::StartSuspendOnSigtstp() noexcept {
+  try {
+    static EngineSuspender* suspender = new EngineSuspender();  // the handlers outlive everything
+    if (Status s = residency::InstallPosixStopSignals(suspender); !s.ok()) {
+      VGPU_LOG(kWarn, "VGPU_SUSPEND_ON_SIGTSTP: handlers not installed: {}", s.message);
+    } else {
+      VGPU_LOG(kInfo, "VGPU_SUSPEND_ON_SIGTSTP: SIGTSTP suspends device memory, SIGCONT resumes");
+    }
+  } catch (const std::exception& e) {
+    VGPU_LOG(kWarn, "VGPU_SUSPEND_ON_SIGTSTP: handlers not installed: {}", e.what());
+  }
+}
 
 void Runtime::StartAgent() noexcept {
   // cuInit must not fail because the agent could not start (out of memory,

@@ -140,6 +140,7 @@ CUresult Runtime::OnCuInit() {
   if (init_result_ == CUDA_SUCCESS) {
     ready_.store(true, std::memory_order_release);
     StartAgent();  // logs a failure; never fails the application
+    if (config_.suspend_on_sigtstp) StartSuspendOnSigtstp();
   }
   return init_result_;
 }

@@ -109,6 +109,9 @@ class Runtime {
   // Starts the control agent with libvgpu's handler (defined with the
   // handler, in agent_handler.cc); a failure is logged, never fatal.
   void StartAgent() noexcept;
+  // VGPU_SUSPEND_ON_SIGTSTP: installs the SIGTSTP/SIGCONT handlers once
+  // (agent_handler.cc); a failure is logged, never fatal.
+  void StartSuspendOnSigtstp() noexcept;
   void ReportRefusal(int device, uint64_t bytes);
   // Frees an exported allocation whose free waited for its importers.
   void FreeDeferred(uint64_t buffer_id, uint64_t base);

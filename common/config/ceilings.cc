@@ -149,6 +149,9 @@ Status ApplyCeilingFile(const std::string& path, LoadState* user) {
   c.ComputePolicy();
   c.Priority();
   c.Preemptible();
+  // The admin's suspend on SIGTSTP (a preempting job needs the memory back).
+  c.Fix("VGPU_SUSPEND_ON_SIGTSTP", u->suspend_on_sigtstp != admin->suspend_on_sigtstp,
+        [&] { u->suspend_on_sigtstp = admin->suspend_on_sigtstp; });
   c.Weight();
   c.MemoryLimit();
   c.Share();

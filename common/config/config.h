@@ -84,6 +84,10 @@ struct Config {
   // move the process for another job; a ceiling (only an admin file may set
   // false).
   bool preemptible = true;
+  // VGPU_SUSPEND_ON_SIGTSTP: SIGTSTP suspends the process's device memory to
+  // host and SIGCONT brings it back (residency/stop_signals.h); fixed by an
+  // admin file that sets it.
+  bool suspend_on_sigtstp = false;
   // VGPU_CLAIM, VGPU_POD: labels only ("namespace/name"; empty: none), for
   // vgpuctl ps and vgpud's metrics. Fixed by an admin file that sets them.
   std::string claim;

@@ -125,6 +125,10 @@ Status ParseSlurmJob(const Input& in, Config* cfg) { return ParseLabel(in, &cfg-
 
 Status ParsePreemptible(const Input& in, Config* cfg) { return ParseSwitch(in, &cfg->preemptible); }
 
+Status ParseSuspendOnSigtstp(const Input& in, Config* cfg) {
+  return ParseSwitch(in, &cfg->suspend_on_sigtstp);
+}
+
 Status ParseLogLevel(const Input& in, Config* cfg) {
   if (ParseLogLevelName(Lower(Trim(in.text)), &cfg->log_level)) return Status::Ok();
   return Fail(in, "is not a log level: expected off, error, warn, info or debug");
@@ -298,6 +302,14 @@ constexpr OptionSpec kOptions[] = {
      Kind::kScalar,
      false,
      ParsePreemptible,
+     nullptr},
+    {{"VGPU_SUSPEND_ON_SIGTSTP", "", "suspend_on_sigtstp", "false",
+      "on: SIGTSTP (Slurm's suspend) first moves the process's device memory to host memory, "
+      "then stops the process as before; SIGCONT brings the memory back (on/off, true/false, "
+      "1/0). Fixed by an admin file that sets it."},
+     Kind::kScalar,
+     false,
+     ParseSuspendOnSigtstp,
      nullptr},
     {{"VGPU_CLAIM", "", "claim", "none",
       "The Kubernetes ResourceClaim the process runs under, namespace/name: a label shown by "

@@ -99,9 +99,11 @@ void PrintJobs(const json& result, bool bars) {
               "PRIO", "GPU", "USED", "NEEDS", "QUOTA", "SHARE",
               LabelColumns("CLAIM", "POD", "SLURM", labels).c_str(), bars ? "MEMORY" : "REASON");
   for (const json& j : result.value("processes", json::array())) {
+    bool shown = false;
     for (const json& d : j.value("devices", json::array())) {
       const uint64_t used = d.value("used", uint64_t{0}), need = d.value("footprint", uint64_t{0});
       if (used == 0 && need == 0) continue;
+      shown = true;
       const uint64_t quota = d.value("quota", uint64_t{0});
       const auto it = gpus.find(d.value("uuid", std::string()));
       const uint64_t total = it == gpus.end() ? 0 : it->second.total;
@@ -114,6 +116,15 @@ void PrintJobs(const json& result, bool bars) {
           quota == 0 ? "-" : FormatByteSize(quota).c_str(), Share(j).c_str(),
           LabelColumns(Field(j, "claim"), Field(j, "pod"), Field(j, "slurm_job"), labels).c_str(),
           bars ? Bar(used, total, 20).c_str() : j.value("reason", std::string()).c_str());
+    }
+    // A stopped job vgpud never saw running holds memory it cannot tell: one row all the same.
+    if (!shown && j.value("stopped", false)) {
+      std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n",
+                  static_cast<long long>(j.value("pid", 0)),
+                  j.value("command", std::string("-")).c_str(), "stopped",
+                  j.value("priority", std::string()).c_str(), "-", "?", "?", "-", "-",
+                  LabelColumns(Field(j, "claim"), Field(j, "pod"), labels).c_str(),
+                  j.value("reason", std::string()).c_str());
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "common/byte_size.h"
 #include "common/counters.h"
+#include "common/process_info.h"
 #include "ctl/control/client.h"
 #include "ctl/control/run_dir.h"
 #include "ctl/vgpuctl/vgpuctl_cli.h"
@@ -251,6 +252,12 @@ int Ps(const CommonOptions& o) {
   std::vector<Row> rows;
   Labels labels;
   for (const AgentEntry& a : ListAgents(o.run_dir)) {
+    if (ProcessStopped(a.pid)) {  // its agent would not answer: not asked
+      const Status st = Status::Error(ErrorCode::kBusy, "stopped (SIGSTOP): not asked");
+      all.push_back({{"pid", a.pid}, {"state", "stopped"}, {"stopped", true}});
+      rows.push_back({a.pid, st, {}, {}});
+      continue;
+    }
     Request req;
     req.cmd = "info";
     Response r;
@@ -281,7 +288,9 @@ int Ps(const CommonOptions& o) {
   PrintPsHeader(labels);
   for (const Row& row : rows) {
     if (!row.error.ok()) {
-      std::printf("%-8d %-16s %-10s %s\n", row.pid, "?", "?", row.error.message.c_str());
+      const bool stopped = row.error.message.rfind("stopped", 0) == 0;
+      std::printf("%-8d %-16s %-10s %s\n", row.pid, "?", stopped ? "stopped" : "?",
+                  row.error.message.c_str());
     } else {
       PrintPsRows(row.info, row.container, labels);
     }

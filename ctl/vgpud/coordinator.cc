@@ -27,6 +27,18 @@ int ResidencyDeadlineMs(uint64_t bytes) {
   return static_cast<int>(std::min<uint64_t>(ms, 3'600'000));
 }
 
+// An allocation waiting for memory that only stopped jobs hold gets ENOMEM
+// after this long: a stopped job gives nothing back until it is continued,
+// which may be hours away (a Slurm suspend).
+constexpr auto kStoppedHolderWait = std::chrono::seconds(30);
+
+// A request to a stopped process would only time out: refused before sending.
+Status RefuseIfStopped(pid_t pid, const std::string& cmd) {
+  if (!ProcessStopped(pid)) return Status::Ok();
+  return Status::Error(ErrorCode::kBusy, "pid " + std::to_string(pid) + " is stopped (SIGSTOP); " +
+                                             cmd + " not sent");
+}
+
 int64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -72,6 +84,8 @@ void Merge(const nlohmann::json& info, Job* job) {
     job->parked_on_disk = job->parked_on_disk || r.state == "checkpointed";
   } else {
     job->state = r.state == "checkpointed" ? JobState::kCheckpointed : JobState::kSuspended;
+    // By its own SIGTSTP (VGPU_SUSPEND_ON_SIGTSTP: a Slurm suspend), else by hand.
+    if (info.value("suspended_by", std::string()) == "sigtstp") job->reason = "SIGTSTP";
   }
   const nlohmann::json& devs = info.contains("devices") ? info["devices"] : nlohmann::json();
   job->devices.clear();
@@ -148,10 +162,21 @@ void Coordinator::Refresh() {
       else j.running_since = Clock::now();
     }
     const JobState before = j.state;
+    // A stopped job cannot answer: its last view stands, marked stopped (a
+    // new one is known by its pid only), and nothing is sent to it.
+    j.stopped = ProcessStopped(a.pid);
+    if (j.stopped) {
+      j.pid = a.pid;
+      fresh[a.pid] = std::move(j);
+      continue;
+    }
     if (!RefreshOne(a.pid, &j)) {
       // Busy (mid-operation) or gone: keep the last view while it lives.
       std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = jobs_.find(a.pid); it != jobs_.end()) fresh[a.pid] = it->second;
+      if (auto it = jobs_.find(a.pid); it != jobs_.end()) {
+        fresh[a.pid] = it->second;
+        fresh[a.pid].stopped = ProcessStopped(a.pid);  // stopped mid-request
+      }
       continue;
     }
     if (before != JobState::kRunning && j.state == JobState::kRunning) j.running_since = Clock::now();
@@ -231,7 +256,8 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   const auto t0 = Clock::now();
   ctl::ProgressCallback progress;
   if (on_progress) progress = [&on_progress](const ctl::Progress&) { on_progress(); };
-  Status s = ctl::Call(pid, MakeRequest(cmd, args), progress, &resp, o);
+  Status s = RefuseIfStopped(pid, cmd);
+  if (s.ok()) s = ctl::Call(pid, MakeRequest(cmd, args), progress, &resp, o);
   if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
   if (!s.ok()) {
     events_->Add({0, "refuse", pid, for_pid, uuid, 0, Since(t0), cmd + " failed: " + s.message});
@@ -271,7 +297,8 @@ Status Coordinator::Unpark(Job* job, const std::string& why) {
   nlohmann::json args = nlohmann::json::object();
   if (job->parked_on_disk && !job->image_path.empty()) args["from"] = job->image_path;
   const auto t0 = Clock::now();
-  Status s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
+  Status s = RefuseIfStopped(pid, cmd);
+  if (s.ok()) s = ctl::Call(pid, MakeRequest(cmd, args), {}, &resp, o);
   if (s.ok() && !resp.ok) s = Status::Error(resp.code, resp.error);
   if (!s.ok()) {
     events_->Add({0, "refuse", pid, 0, "", 0, Since(t0), cmd + " failed: " + s.message});
@@ -396,6 +423,16 @@ Status Coordinator::MakeRoom(pid_t pid, const std::string& uuid, uint64_t bytes,
         SaveState();
         continue;  // look again at once
       }
+      if (plan.kind == Kind::kWait && !plan.stopped_holders.empty() &&
+          Clock::now() - t0 >= kStoppedHolderWait) {
+        std::string pids;
+        for (pid_t p : plan.stopped_holders) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+        const std::string why = "the device's memory is held by stopped job(s) " + pids +
+                                ", which keep it until continued (VGPU_SUSPEND_ON_SIGTSTP "
+                                "releases it on SIGTSTP)";
+        events_->Add({0, "refuse", pid, 0, uuid, bytes, Since(t0), why});
+        return done(Status::Error(ErrorCode::kNoMem, why));
+      }
     }
     if (!keepalive()) {  // gone: it gave up, or asks again on a new connection
       std::lock_guard<std::mutex> decide(decide_mu_);
@@ -424,6 +461,7 @@ ctl::Response Coordinator::Set(pid_t pid, const nlohmann::json& args) {
   o.timeout_ms = kInfoTimeoutMs;
   o.deadline_ms = kInfoDeadlineMs;
   ctl::Response resp;
+  if (Status s = RefuseIfStopped(pid, "set"); !s.ok()) return ctl::Response::Error(s);
   if (Status s = ctl::Call(pid, MakeRequest("set", args), {}, &resp, o); !s.ok()) {
     return ctl::Response::Error(s);
   }

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "common/process_info.h"
 #include "ctl/migrate/migrator.h"
 #include "ctl/vgpud/coordinator.h"
 
@@ -27,6 +28,11 @@ Status Coordinator::MoveJob(Job* job, const GpuMemory& from, const GpuMemory& to
   ctl::ClientOptions o;
   o.run_dir = config_.run_dir;
   const auto t0 = Clock::now();
+  if (ProcessStopped(job->pid)) {  // stopped since the last refresh: it would not answer
+    std::lock_guard<std::mutex> lock(mu_);
+    job->stopped = true;
+    return Status::Error(ErrorCode::kBusy, "job is stopped");
+  }
   migrate::Outcome m = migrate::MigrateJob(job->pid, {pair}, o);
   if (stopped_ms != nullptr) *stopped_ms = m.stopped_ms;
   if (!m.status.ok()) {
@@ -104,6 +110,10 @@ ctl::Response Coordinator::Migrate(pid_t pid,
   Refresh();
   auto it = jobs_.find(pid);
   if (it == jobs_.end()) return ctl::Response::Error(ErrorCode::kNoEnt, "no job " + std::to_string(pid));
+  if (it->second.stopped) {
+    return ctl::Response::Error(ErrorCode::kBusy, "job " + std::to_string(pid) +
+                                                      " is stopped (SIGSTOP); continue it first");
+  }
   if (pairs.size() != 1) {
     return ctl::Response::Error(ErrorCode::kNoSys, "vgpud moves one GPU of a job at a time");
   }

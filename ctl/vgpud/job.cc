@@ -61,6 +61,7 @@ nlohmann::json ToJson(const Job& j) {
   for (const auto& [name, value] : j.counters) counters[name] = value;
   std::string state = JobStateName(j.state);
   if (j.state == JobState::kRunning && j.waiting_for_memory) state = "waiting for memory";
+  if (j.stopped) state = "stopped";
   return {{"pid", j.pid},
           {"uid", j.uid},
           {"command", j.command},
@@ -72,6 +73,7 @@ nlohmann::json ToJson(const Job& j) {
           {"priority", PriorityName(j.priority)},
           {"weight", j.weight},
           {"state", state},
+          {"stopped", j.stopped},
           {"reason", j.reason},
           {"on_disk", j.parked_on_disk},
           {"devices", devices},

@@ -62,6 +62,10 @@ struct Job {
   uint64_t bytes_moved = 0;  // copied out and back by vgpud's decisions
   uint64_t migrations = 0;   // moves to another GPU by vgpud
   bool waiting_for_memory = false;  // an allocation of it waits in make_room
+  // Stopped (SIGSTOP/SIGTSTP: /proc/<pid>/stat says T) at the last refresh: its
+  // agent cannot answer, so vgpud sends it nothing; its memory stays used and
+  // is not reclaimable (policy.cc, Pinned) until it is continued.
+  bool stopped = false;
   Clock::time_point refused_until{};  // its agent refused a suspend: not a victim till then
   std::vector<int64_t> shared_with;   // processes it shares device memory with (CUDA IPC)
   std::vector<std::pair<std::string, uint64_t>> counters;  // libvgpu's

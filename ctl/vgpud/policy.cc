@@ -20,9 +20,10 @@ bool Drained(const std::vector<std::string>& drained, const std::string& uuid) {
 // Not to be parked or moved now: its agent refused lately, it shares device
 // memory with other processes (CUDA IPC), which libvgpu refuses to move (the
 // group stays as it is, never half parked), or the admin made it
-// non-preemptible (VGPU_PREEMPTIBLE=false).
+// non-preemptible (VGPU_PREEMPTIBLE=false), or it is stopped (SIGSTOP: its
+// agent cannot answer, a request would only time out).
 bool Pinned(const Job& j, Clock::time_point now) {
-  return now < j.refused_until || !j.shared_with.empty() || !j.preemptible;
+  return now < j.refused_until || !j.shared_with.empty() || !j.preemptible || j.stopped;
 }
 
 // Devices the job holds memory on (it may see more).
@@ -71,7 +72,8 @@ std::vector<pid_t> Victims(const Jobs& jobs, const std::string& uuid, pid_t exce
 std::vector<pid_t> ResumeOrder(const Jobs& jobs) {
   std::vector<const Job*> waiting;
   for (const auto& [pid, j] : jobs) {
-    if (j.state == JobState::kWaiting) waiting.push_back(&j);
+    // A stopped job is resumed once continued: its agent cannot answer now.
+    if (j.state == JobState::kWaiting && !j.stopped) waiting.push_back(&j);
   }
   std::stable_sort(waiting.begin(), waiting.end(), [](const Job* a, const Job* b) {
     if (a->priority != b->priority) return a->priority > b->priority;
@@ -172,6 +174,13 @@ RoomPlan PlanRoom(const Job& requester, const std::string& uuid, uint64_t bytes,
   plan.victims = Victims(jobs, uuid, requester.pid, requester.priority, rules, now);
   plan.kind = plan.moves.empty() && plan.victims.empty() ? RoomPlan::Kind::kWait
                                                          : RoomPlan::Kind::kMakeRoom;
+  if (plan.kind == RoomPlan::Kind::kWait) {
+    for (const auto& [pid, j] : jobs) {
+      if (pid != requester.pid && j.stopped && j.FootprintOn(uuid) != 0) {
+        plan.stopped_holders.push_back(pid);
+      }
+    }
+  }
   return plan;
 }
 

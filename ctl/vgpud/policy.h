@@ -52,7 +52,7 @@ uint64_t ParkedInHost(const Jobs& jobs);
 // Running jobs on `uuid` that may give way to a job of `priority`, best victim
 // first: lower priorities first, never a higher one; an equal priority only
 // once it has run its quantum times its weight; none whose agent refused
-// within kRefusedBackoff. Among equals, the one that has held the device longest.
+// within kRefusedBackoff, none stopped. Among equals, the one that has held the device longest.
 std::vector<pid_t> Victims(const Jobs& jobs, const std::string& uuid, pid_t except,
                            Priority priority, const Rules& rules, Clock::time_point now);
 // True when suspending `victim` for a job of `priority` is a preemption.
@@ -94,6 +94,9 @@ struct RoomPlan {
   // cheapest first; if none succeeds, suspend the first victim.
   std::vector<Move> moves;
   std::vector<pid_t> victims;
+  // kWait: stopped jobs holding memory on the device (they give none back
+  // until continued; the caller bounds its wait on them).
+  std::vector<pid_t> stopped_holders;
 };
 RoomPlan PlanRoom(const Job& requester, const std::string& uuid, uint64_t bytes, const Jobs& jobs,
                   const Room& room, const std::vector<std::string>& drained, const Rules& rules,

@@ -26,6 +26,12 @@
 //                      each), filled with different patterns; prints "ready",
 //                      waits for FILE, checks both and prints "errors=<n>"
 //                      (exit 0 iff none)
+//   bigfill MiB FILE   one buffer of MiB filled with a pseudo-random pattern;
+//                      prints "ready", waits for FILE, copies it back and
+//                      prints "checksum ok" (exit 0) or "checksum bad" (exit 3).
+//                      With TEST_TSTP_HANDLER=1 it first installs a SIGTSTP
+//                      handler of its own and prints "program_tstp=<n>" at
+//                      the end (the calls it got).
 //   bandwidth MiB      the node's bulk copy bandwidth into page-locked memory
 //                      (the residency bench's reference; run it without
 //                      LD_PRELOAD): MiB bytes each way in cuMemcpyDtoH /
@@ -38,6 +44,7 @@
 //                      simulator, fresh device memory is host pages faulted
 //                      in by the copy).
 #include <cuda.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,11 +144,53 @@ int Bandwidth(size_t total) {
   return 0;
 }
 
+std::atomic<int> g_program_tstp{0};
+
+void ProgramTstp(int) {
+  g_program_tstp.fetch_add(1);
+  const char line[] = "program tstp handler\n";
+  ssize_t w = write(STDOUT_FILENO, line, sizeof line - 1);
+  (void)w;
+}
+
+uint64_t Checksum(const std::vector<uint64_t>& h) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < h.size(); ++i) sum = sum * 1099511628211ull + (h[i] ^ i);
+  return sum;
+}
+
+int BigFill(size_t bytes, const char* stop_file) {
+  std::vector<uint64_t> h(bytes / 8);
+  uint64_t x = 88172645463325252ull ^ static_cast<uint64_t>(getpid());
+  for (auto& v : h) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v = x;
+  }
+  const uint64_t want = Checksum(h);
+  CUdeviceptr p = 0;
+  CU(cuMemAlloc(&p, bytes));
+  CU(cuMemcpyHtoD(p, h.data(), bytes));
+  std::fill(h.begin(), h.end(), 0);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  while (access(stop_file, F_OK) != 0) usleep(2000);
+  CU(cuMemcpyDtoH(h.data(), p, bytes));
+  const bool ok = Checksum(h) == want;
+  std::printf("checksum %s program_tstp=%d\n", ok ? "ok" : "bad", g_program_tstp.load());
+  CU(cuMemFree(p));
+  return ok ? 0 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   std::string mode = argv[1];
+  if (const char* e = std::getenv("TEST_TSTP_HANDLER"); e != nullptr && e[0] == '1') {
+    signal(SIGTSTP, ProgramTstp);  // before cuInit: libvgpu chains it
+  }
   CU(cuInit(0));
   CUdevice dev = 0;
   CU(cuDeviceGet(&dev, 0));
@@ -149,6 +198,9 @@ int main(int argc, char** argv) {
   CU(cuDevicePrimaryCtxRetain(&ctx, dev));
   CU(cuCtxSetCurrent(ctx));
   if (mode == "twodev" && argc >= 3) return TwoDevices(argv[2]);
+  if (mode == "bigfill" && argc >= 4) {
+    return BigFill(std::strtoull(argv[2], nullptr, 10) << 20, argv[3]);
+  }
   if (mode == "bandwidth" && argc >= 3) return Bandwidth(std::strtoull(argv[2], nullptr, 10) << 20);
   if (mode == "meminfo") {
     size_t free = 0, total = 0;

@@ -27,9 +27,7 @@ class JobFileConfigTest : public ::testing::Test {
 
   // Loads the job's file as libvgpu would, with `env` as the tenant's.
   Status Load(const JobLimits& l, const std::map<std::string, std::string>& env, Config* cfg) {
-    nlohmann::json admin = l.admin;
-    admin.erase("suspend_on_sigtstp");  // until libvgpu has the option
-    std::ofstream(path_) << admin.dump();
+    std::ofstream(path_) << l.admin.dump();
     const std::array<const char*, 1> files = {path_.c_str()};
     return LoadConfig(
         [&env](const char* name) -> const char* {

@@ -225,6 +225,21 @@ TEST_F(CeilingsTest, TheAdminsPreemptibleIsFixed) {
   EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
 }
 
+TEST_F(CeilingsTest, TheAdminsSuspendOnSigtstpIsFixed) {
+  Admin(R"({"suspend_on_sigtstp": "on"})");
+  env_ = {{"VGPU_SUSPEND_ON_SIGTSTP", "off"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.suspend_on_sigtstp) << "a tenant may not keep its memory through a suspend";
+  EXPECT_EQ(cfg_.refusals.size(), 1u) << Refusals();
+  EXPECT_NE(Origin("VGPU_SUSPEND_ON_SIGTSTP").find("admin file"), std::string::npos);
+  // An admin file that names none leaves the tenant's own choice.
+  admin_ = {File("none", "{}")};
+  env_ = {{"VGPU_SUSPEND_ON_SIGTSTP", "on"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.suspend_on_sigtstp);
+  EXPECT_TRUE(cfg_.refusals.empty()) << Refusals();
+}
+
 TEST_F(CeilingsTest, TheTenantsOwnFileIsNoAdminSource) {
   Admin(R"({"device_memory_limit": "1GiB"})");
   const std::string mine = File("mine", R"({"device_memory_limit": "8GiB", "priority": "high"})");

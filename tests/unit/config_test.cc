@@ -685,7 +685,7 @@ TEST_F(ConfigTest, JsonUnknownKeyIsAnError) {
       e, "VGPU_CONFIG file '" + path +
              "' has unknown key 'device_memory_limt': expected visible_devices, "
              "device_memory_limit, group, compute_share, compute_weight, priority, compute_policy, "
-             "sched_region, preemptible, claim, pod, slurm_job, "
+             "sched_region, preemptible, suspend_on_sigtstp, claim, pod, slurm_job, "
              "log_level, log_file, real_libcuda, real_libnvml");
 }
 
@@ -905,6 +905,21 @@ TEST_F(ConfigTest, PreemptibleIsASwitch) {
   UseFile(R"({"preemptible": "false"})");
   LoadOk();
   EXPECT_FALSE(cfg_.preemptible);
+}
+
+TEST_F(ConfigTest, SuspendOnSigtstpIsASwitchOffByDefault) {
+  LoadOk();
+  EXPECT_FALSE(cfg_.suspend_on_sigtstp);
+  env_ = {{"VGPU_SUSPEND_ON_SIGTSTP", "1"}};
+  LoadOk();
+  EXPECT_TRUE(cfg_.suspend_on_sigtstp);
+  EXPECT_FALSE(cfg_.configured) << "no policy of its own";
+  EXPECT_EQ(ErrorFor("VGPU_SUSPEND_ON_SIGTSTP", "maybe"),
+            "VGPU_SUSPEND_ON_SIGTSTP='maybe' is not a switch: expected on or off");
+  env_.clear();
+  UseFile(R"({"suspend_on_sigtstp": "on"})");
+  LoadOk();
+  EXPECT_TRUE(cfg_.suspend_on_sigtstp);
 }
 
 // --- the control path's directories ---

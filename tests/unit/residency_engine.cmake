@@ -21,3 +21,7 @@ gtest_discover_tests(migration_test PROPERTIES LABELS unit TIMEOUT 60)
 add_executable(ipc_sharing_test ipc_sharing_test.cc)
 target_link_libraries(ipc_sharing_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
 gtest_discover_tests(ipc_sharing_test PROPERTIES LABELS unit TIMEOUT 60)
+# Suspend on SIGTSTP: the decisions on fakes, the POSIX plumbing in-process.
+add_executable(stop_signals_test stop_signals_test.cc)
+target_link_libraries(stop_signals_test PRIVATE vgpu_residency vgpu_warnings GTest::gtest_main)
+gtest_discover_tests(stop_signals_test PROPERTIES LABELS unit TIMEOUT 60)

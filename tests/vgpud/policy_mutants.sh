@@ -16,7 +16,9 @@ victims not ordered by priority@    if (a->priority != b->priority) return a->pr
 quantum without the weight@rules.quantum * j.weight@rules.quantum
 equal priority without a quantum@if (j.priority == priority && now@if (false && now
 no back-off after a refusal@return now < j.refused_until || @return 
-a non-preemptible job may give way@ || !j.preemptible;@;
+a non-preemptible job may give way@ || !j.preemptible ||@ ||
+a stopped job may give way@ || j.stopped;@;
+a stopped waiting job is resumed@if (j.state == JobState::kWaiting && !j.stopped)@if (j.state == JobState::kWaiting)
 resume order ignores priority@    if (a->priority != b->priority) return a->priority > b->priority;@
 resume order newest first@return a->waiting_since < b->waiting_since;@return a->waiting_since > b->waiting_since;
 resume parks every victim@      if (room_made >= d.footprint) break;@

@@ -131,6 +131,29 @@ TEST(VictimsTest, ANonPreemptibleJobIsNeverAVictim) {
   EXPECT_TRUE(room.moves.empty()) << "a move suspends it too";
 }
 
+// A stopped job (SIGSTOP, a Slurm suspend: /proc says T) cannot answer its
+// agent's socket: never a victim, never moved, never drained, never resumed
+// while stopped; a make_room that only it could serve waits, naming it.
+TEST(VictimsTest, AStoppedJobIsNeverAVictimNorMovedNorResumed) {
+  Job stopped = MakeJob(4, Priority::kLow, {{"A", 4}}, seconds(1000));
+  stopped.stopped = true;
+  const Jobs jobs = Of({stopped, MakeJob(6, Priority::kLow, {{"A", 4}})});
+  EXPECT_EQ(Victims(jobs, "A", 9, Priority::kHigh, Quantum(30), kNow), Pids{6});
+  const Job r = MakeJob(9, Priority::kHigh, {{"A", 4}});
+  const RoomPlan room = PlanRoom(r, "A", 8 * kGiB, Of({r, stopped}), Gpus({{"A", 4}, {"B", 16}}),
+                                 {}, Quantum(30), kNow);
+  EXPECT_EQ(room.kind, RoomPlan::Kind::kWait);
+  EXPECT_TRUE(room.moves.empty()) << "a move asks its agent too";
+  EXPECT_EQ(room.stopped_holders, Pids{4});
+  EXPECT_TRUE(PlanDrain(Of({stopped}), Gpus({{"A", 4}, {"B", 16}}), {"A"}, kNow).empty());
+  Job stopped_waiting = Waiting(MakeJob(5, Priority::kHigh, {{"A", 4}}), seconds(50));
+  stopped_waiting.stopped = true;
+  EXPECT_EQ(ResumeOrder(
+                Of({stopped_waiting, Waiting(MakeJob(7, Priority::kLow, {{"A", 4}}), seconds(1))})),
+            Pids{7})
+      << "a resume would not be answered";
+}
+
 TEST(VictimsTest, OnlyRunningJobsOnThatDeviceOtherThanTheRequester) {
   Job parked = Waiting(MakeJob(2, Priority::kLow, {{"A", 4}}), seconds(1));
   Job by_hand = MakeJob(3, Priority::kLow, {{"A", 4}});

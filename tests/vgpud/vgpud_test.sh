@@ -19,6 +19,12 @@
 #                                        to a free GPU instead of being suspended
 #   vgpud_test.sh metrics                /metrics passes promtool check metrics; ps and events
 #                                        show vgpud's view; a capped job's achieved share
+#   vgpud_test.sh stopped_job            one of two jobs that oversubscribe a GPU is SIGSTOPped:
+#                                        vgpud answers ps promptly (< 2 s), shows it stopped,
+#                                        sends it nothing; after SIGCONT both finish right
+#   vgpud_test.sh tstp_job               the same job with VGPU_SUSPEND_ON_SIGTSTP=on gets
+#                                        SIGTSTP (Slurm's suspend): its memory is released, the
+#                                        other job allocates at once; after SIGCONT both finish
 # Environment (from CMake): VGPUD VGPUCTL LIBVGPU JOB SIM_DIR
 set -u
 mode=$1
@@ -171,6 +177,50 @@ stale_socket)
   [ $rc = 3 ] || fail "the job that does not fit should see OUT_OF_MEMORY (exit 3), got $rc: $(cat "$work/c.out")"
   [ $waited_ms -lt 20000 ] || fail "it waited ${waited_ms} ms for a vgpud that is not running"
   echo "OUT_OF_MEMORY after ${waited_ms} ms"
+  ;;
+stopped_job)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 1s
+  job a 160 30 100
+  wait_line "$work/a.out" allocated
+  sleep 1  # vgpud has seen its memory
+  kill -STOP "$pid_a"
+  job b 160 6 100
+  sleep 1.5  # b waits for memory; vgpud ticks past the stopped a
+  for i in 1 2 3 4 5; do
+    t0=$(date +%s%N)
+    timeout 10 "$VGPUCTL" ps >"$work/ps.out" 2>&1 || { cat "$work/ps.out"; fail "vgpuctl ps failed"; }
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    echo "vgpuctl ps answered in ${ms} ms"
+    [ "$ms" -lt 2000 ] || fail "vgpuctl ps took ${ms} ms with a stopped job"
+    sleep 0.3
+  done
+  cat "$work/ps.out"
+  grep -q "^$pid_a .*stopped" "$work/ps.out" || fail "ps does not show $pid_a stopped"
+  "$VGPUCTL" ps --json | grep -q '"stopped":true' || fail "no stopped:true in ps --json"
+  grep -q "allocated" "$work/b.out" && fail "b allocated while the stopped a held the memory"
+  "$VGPUCTL" events >"$work/events.out"
+  grep -E "(suspend|checkpoint|migrate) +$pid_a " "$work/events.out" && fail "vgpud acted on the stopped job"
+  kill -CONT "$pid_a"
+  finish a
+  finish b
+  ;;
+tstp_job)
+  export VGPU_SIM_DEVICES=1x256MiB
+  start_daemon --quantum 60s
+  job a 160 30 100 VGPU_SUSPEND_ON_SIGTSTP=on
+  wait_line "$work/a.out" allocated
+  kill -TSTP "$pid_a"
+  for _ in $(seq 1 500); do [ "$(sed 's/.*) //' "/proc/$pid_a/stat" | cut -d' ' -f1)" = T ] && break; sleep 0.01; done
+  job b 160 6 100
+  wait_line "$work/b.out" allocated
+  sleep 0.6  # a vgpud refresh
+  timeout 10 "$VGPUCTL" ps >"$work/ps.out" 2>&1 || fail "vgpuctl ps failed"
+  cat "$work/ps.out"
+  grep -q "^$pid_a .*stopped" "$work/ps.out" || fail "ps does not show $pid_a stopped"
+  finish b
+  kill -CONT "$pid_a"
+  finish a
   ;;
 preempt)
   export VGPU_SIM_DEVICES=1x256MiB
