@@ -123,7 +123,7 @@ void PrintJobs(const json& result, bool bars) {
                   static_cast<long long>(j.value("pid", 0)),
                   j.value("command", std::string("-")).c_str(), "stopped",
                   j.value("priority", std::string()).c_str(), "-", "?", "?", "-", "-",
-                  LabelColumns(Field(j, "claim"), Field(j, "pod"), labels).c_str(),
+                  LabelColumns(Field(j, "claim"), Field(j, "pod"), Field(j, "slurm_job"), labels).c_str(),
                   j.value("reason", std::string()).c_str());
     }
   }
