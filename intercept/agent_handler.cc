@@ -222,8 +222,11 @@ class EngineSuspender final : public residency::Suspender {
     return r.ok() ? Status::Ok() : r.status();
   }
   Status Resume() override {
-    residency::Result r = Runtime::Get().residency().Resume({});
-    return r.ok() ? Status::Ok() : r.status();
+    residency::Engine& engine = Runtime::Get().residency();
+    // Resumed meanwhile by other means (vgpuctl resume): the memory is back.
+    if (engine.state() == residency::State::kRunning) return Status::Ok();
+    residency::Result r = engine.Resume({});
+    return r.ok() || engine.state() == residency::State::kRunning ? Status::Ok() : r.status();
   }
 };
 

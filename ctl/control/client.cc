@@ -160,7 +160,9 @@ Status ReadLine(int fd, std::string* buf, std::string* line, int timeout_ms,
 }
 
 Status Exchange(int fd, const Request& request, const ProgressCallback& on_progress,
-                Response* response, int timeout_ms, int deadline_ms = 0) {
+                Response* response, int timeout_ms, int deadline_ms = 0,
+                const std::function<bool()>& give_up = {}) {
+  constexpr int kGiveUpPollMs = 250;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
   if (!SendAll(fd, SerializeRequest(request))) {
@@ -191,7 +193,26 @@ Status Exchange(int fd, const Request& request, const ProgressCallback& on_progr
       deadline_first = left < wait_ms;
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left));
     }
-    Status st = ReadLine(fd, &buf, &line, wait_ms, &fds);
+    Status st;
+    if (give_up) {  // the same silence limit, in slices with a question between them
+      for (int silent_ms = 0;;) {
+        const int slice = std::min(kGiveUpPollMs, wait_ms - silent_ms);
+        st = ReadLine(fd, &buf, &line, slice, &fds);
+        if (st.code != ErrorCode::kTimedOut) break;
+        silent_ms += slice;
+        if (silent_ms >= wait_ms) break;
+        if (give_up()) {
+          return Status::Error(ErrorCode::kBusy, "gave up waiting: the agent's process is stopped");
+        }
+      }
+      if (st.code == ErrorCode::kTimedOut) {
+        char text[64];
+        std::snprintf(text, sizeof text, "no answer from the agent within %g s", wait_ms / 1000.0);
+        st = Status::Error(ErrorCode::kTimedOut, text);
+      }
+    } else {
+      st = ReadLine(fd, &buf, &line, wait_ms, &fds);
+    }
     if (st.code == ErrorCode::kTimedOut && deadline_first) return past_deadline();
     if (!st.ok()) return st;
     ServerLine sl;
@@ -408,8 +429,8 @@ Status Call(pid_t pid, const Request& request, const ProgressCallback& on_progre
   Fd fd(raw);
   if (st.ok()) st = CheckPeer(fd.get(), path, pid, uid);
   if (st.ok()) {
-    st =
-        Exchange(fd.get(), request, on_progress, response, options.timeout_ms, options.deadline_ms);
+    st = Exchange(fd.get(), request, on_progress, response, options.timeout_ms, options.deadline_ms,
+                  options.give_up);
   }
   if (st.code == ErrorCode::kNoEnt) {
     return Status::Error(ErrorCode::kNoEnt,

@@ -21,6 +21,10 @@ struct ClientOptions {
   // Longest the whole call may take, progress or not (0: no limit). vgpud
   // sets it: an agent that keeps reporting progress must not hold it for ever.
   int deadline_ms = 0;
+  // Asked every 250 ms while the agent is silent (empty: never); true ends the
+  // call at once with EBUSY. vgpud gives up on an agent whose process was
+  // stopped (SIGSTOP) mid-request, which would answer nothing until continued.
+  std::function<bool()> give_up;
 };
 
 // Sends `request` to the agent of `pid` and waits for the final response,

@@ -137,6 +137,7 @@ bool Coordinator::RefreshOne(pid_t pid, Job* job) {
   o.run_dir = config_.run_dir;
   o.timeout_ms = kInfoTimeoutMs;
   o.deadline_ms = kInfoDeadlineMs;
+  o.give_up = [pid] { return ProcessStopped(pid); };  // stopped mid-request
   if (!ctl::Call(pid, MakeRequest("info", nlohmann::json::object()), {}, &resp, o).ok() ||
       !resp.ok) {
     return false;
@@ -252,6 +253,7 @@ Status Coordinator::Park(Job* victim, pid_t for_pid, const std::string& uuid, bo
   o.run_dir = config_.run_dir;
   o.timeout_ms = kResidencyTimeoutMs;
   o.deadline_ms = ResidencyDeadlineMs(footprint);
+  o.give_up = [pid] { return ProcessStopped(pid); };  // stopped mid-request
   ctl::Response resp;
   const auto t0 = Clock::now();
   ctl::ProgressCallback progress;
@@ -292,6 +294,7 @@ Status Coordinator::Unpark(Job* job, const std::string& why) {
   o.run_dir = config_.run_dir;
   o.timeout_ms = kResidencyTimeoutMs;
   o.deadline_ms = ResidencyDeadlineMs(job->TotalFootprint());
+  o.give_up = [pid] { return ProcessStopped(pid); };  // stopped mid-request
   ctl::Response resp;
   const std::string cmd = job->parked_on_disk ? "restore" : "resume";
   nlohmann::json args = nlohmann::json::object();
@@ -460,6 +463,7 @@ ctl::Response Coordinator::Set(pid_t pid, const nlohmann::json& args) {
   o.run_dir = config_.run_dir;
   o.timeout_ms = kInfoTimeoutMs;
   o.deadline_ms = kInfoDeadlineMs;
+  o.give_up = [pid] { return ProcessStopped(pid); };  // stopped mid-request
   ctl::Response resp;
   if (Status s = RefuseIfStopped(pid, "set"); !s.ok()) return ctl::Response::Error(s);
   if (Status s = ctl::Call(pid, MakeRequest("set", args), {}, &resp, o); !s.ok()) {

@@ -150,6 +150,33 @@ TEST_F(AgentTest, ACallThatKeepsReportingProgressEndsAtItsDeadline) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // the agent's side finishes
 }
 
+// vgpud's give_up (a job SIGSTOPped mid-request): asked while the agent is
+// silent, it ends the call long before the silence limit.
+TEST_F(AgentTest, ACallEndsWhenGiveUpSaysSo) {
+  handler_->progress_steps = 2;
+  handler_->step_sleep_ms = 1000;  // 1 s silent between progress lines
+  Request req;
+  req.cmd = "checkpoint";
+  req.args = ToJson(CheckpointArgs{"/ckpt", true});
+  Response resp;
+  ClientOptions o;
+  o.timeout_ms = 5000;
+  const auto t0 = std::chrono::steady_clock::now();
+  int asked = 0;
+  o.give_up = [&] { return ++asked >= 2; };  // the second question: ~500 ms
+  Status st = Call(getpid(), req, nullptr, &resp, o);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(st.code, ErrorCode::kBusy) << st.message;
+  EXPECT_NE(st.message.find("stopped"), std::string::npos) << st.message;
+  EXPECT_LT(took, std::chrono::milliseconds(900)) << "ended by give_up, not by the silence limit";
+  // Never giving up: the call completes as before.
+  o.give_up = [] { return false; };
+  EXPECT_TRUE(Call(getpid(), req, nullptr, &resp, o).ok());
+  EXPECT_TRUE(resp.ok) << resp.error;
+  handler_->progress_steps = 5;
+  handler_->step_sleep_ms = 1;
+}
+
 TEST_F(AgentTest, SeveralRequestsOnOneConnection) {
   RawClient c(path_);
   ASSERT_TRUE(c.Send(R"({"v":1,"id":1,"cmd":"ping"})"

@@ -6,8 +6,8 @@
 #   sigtstp_test.sh stop_mid  kill -TSTP then 0.1 s later kill -STOP (Slurm when the copy
 #                             outlasts its delay), then kill -CONT: checksum intact
 #   sigtstp_test.sh handler   a program with its own SIGTSTP handler: the memory is
-#                             freed, its handler is called, it is not stopped; CONT
-#                             resumes the memory
+#                             freed, its handler is called, it is not stopped; vgpuctl
+#                             resume brings the memory back and the SIGCONT after it ends
 #   sigtstp_test.sh bench [MiB] prints the time from kill -TSTP to the device memory
 #                             freed (measured outside, and libvgpu's own log line)
 # Environment (from CMake): LIBVGPU CLIENT SIM_DIR KERNELS VGPUCTL
@@ -112,8 +112,12 @@ handler)
   [ "$(state $child)" != T ] || fail "stopped although the program handles SIGTSTP"
   "$VGPUCTL" info $child --json >"$work/info.out" 2>&1 || { cat "$work/info.out"; fail "vgpuctl info"; }
   grep -Eq '"suspended_by": ?"sigtstp"' "$work/info.out" || fail "info: $(cat "$work/info.out")"
+  # Resumed by hand first: the SIGCONT then finds the memory back and ends.
+  "$VGPUCTL" resume $child >"$work/ctl.out" 2>&1 || { cat "$work/ctl.out"; fail "vgpuctl resume"; }
   kill -CONT $child
   for _ in $(seq 1 2000); do grep -q "SIGCONT: device memory resumed" "$work/vgpu.log" && break; sleep 0.01; done
+  grep -q "SIGCONT: device memory resumed" "$work/vgpu.log" || fail "SIGCONT did not end"
+  grep -q "not back yet" "$work/vgpu.log" && fail "SIGCONT retried a resume that was done"
   finish_job
   grep -q "program_tstp=1" "$work/job.out" || fail "handler calls != 1"
   ;;
