@@ -164,6 +164,9 @@ class ResidencyHandler : public ctl::Handler {
     info.pod = rt.config().pod;
     info.slurm_job = rt.config().slurm_job;
     info.preemptible = rt.config().preemptible;
+    for (const ConfigCeiling& c : rt.config().ceilings) {
+      info.placed = info.placed || c.limits->visible_devices_set;
+    }
     info.state = residency::StateName(Runtime::Get().residency().state());
     info.command = Comm();
     std::map<int, uint64_t> vmm_used = Runtime::Get().vmm().LiveBytesByDevice();

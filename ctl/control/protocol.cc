@@ -256,7 +256,8 @@ json ToJson(const InfoResult& r) {
           {"claim", r.claim},
           {"pod", r.pod},
           {"slurm_job", r.slurm_job},
-          {"preemptible", r.preemptible}};
+          {"preemptible", r.preemptible},
+          {"placed", r.placed}};
 }
 
 json ToJson(const CheckpointResult& r) {
@@ -286,6 +287,7 @@ Status ParseInfoResult(const json& j, InfoResult* out) {
   if (s.ok()) s = GetString(j, "pod", &out->pod);
   if (s.ok()) s = GetString(j, "slurm_job", &out->slurm_job);
   if (s.ok()) s = GetBool(j, "preemptible", &out->preemptible);
+  if (s.ok()) s = GetBool(j, "placed", &out->placed);
   if (!s.ok() || !Has(j, "devices")) return s;
   if (!j.at("devices").is_array()) return Invalid("devices", "expected an array");
   for (const json& d : j.at("devices")) {

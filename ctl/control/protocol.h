@@ -132,6 +132,11 @@ struct InfoResult {
   std::string pod;
   std::string slurm_job;
   bool preemptible = true;
+  // Its GPUs were given by a scheduler (an admin file fixes its visible
+  // devices: a Slurm job's GRES, a DRA claim's device): vgpud may suspend it
+  // but never moves it to another GPU, which that scheduler may have given to
+  // another job.
+  bool placed = false;
 };
 struct CheckpointResult {
   std::string path;

@@ -62,6 +62,7 @@ void Merge(const nlohmann::json& info, Job* job) {
   job->pod = r.pod;
   job->slurm_job = r.slurm_job;
   job->preemptible = r.preemptible;
+  job->placed = r.placed;
   Priority p;
   if (ParsePriority(info.value("priority", std::string("normal")), &p)) job->priority = p;
   job->weight = std::max(1, info.value("weight", 1));

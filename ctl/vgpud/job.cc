@@ -70,6 +70,7 @@ nlohmann::json ToJson(const Job& j) {
           {"pod", j.pod},
           {"slurm_job", j.slurm_job},
           {"preemptible", j.preemptible},
+          {"placed", j.placed},
           {"priority", PriorityName(j.priority)},
           {"weight", j.weight},
           {"state", state},

@@ -48,6 +48,9 @@ struct Job {
   // VGPU_PREEMPTIBLE=false (only an admin file sets it under ceilings): never
   // suspended, rotated, parked or moved for another job (policy.cc, Pinned).
   bool preemptible = true;
+  // Its GPUs were given by a cluster scheduler (InfoResult::placed): never
+  // moved to another GPU, neither to make room nor off a drained GPU.
+  bool placed = false;
   Priority priority = Priority::kNormal;
   int weight = 1;
   JobState state = JobState::kRunning;

@@ -158,7 +158,7 @@ RoomPlan PlanRoom(const Job& requester, const std::string& uuid, uint64_t bytes,
   for (const auto& [pid, j] : jobs) {
     const uint64_t f = j.FootprintOn(uuid);
     if (pid == requester.pid || j.state != JobState::kRunning || f == 0 || Holding(j) != 1 ||
-        Pinned(j, now) || d->available + f < bytes) {
+        Pinned(j, now) || j.placed || d->available + f < bytes) {
       continue;
     }
     movable.push_back(&j);
@@ -190,7 +190,9 @@ std::vector<Move> PlanDrain(const Jobs& jobs, const Room& room,
   if (drained.empty()) return out;
   Room left = room;  // what the moves before this one leave
   for (const auto& [pid, j] : jobs) {
-    if (j.state != JobState::kRunning || Pinned(j, now)) continue;
+    // A placed job stays: its scheduler gave it this GPU and may have given
+    // the others to other jobs.
+    if (j.state != JobState::kRunning || Pinned(j, now) || j.placed) continue;
     for (const JobDevice& d : j.devices) {
       if (d.footprint == 0 || !Drained(drained, d.uuid)) continue;
       Move m{pid, d.uuid, TargetFor(d.footprint, d.uuid, left, drained), d.footprint};

@@ -284,6 +284,21 @@ TEST(PlanRoomTest, WaitsWhenNothingMayGiveWay) {
       << "a move is no suspension: any priority may be moved";
 }
 
+TEST(PlanRoomTest, AJobPlacedByASchedulerIsSuspendedNeverMoved) {
+  const Job r = MakeJob(1, Priority::kNormal, {{"A", 4}});
+  Job placed = MakeJob(2, Priority::kLow, {{"A", 6}});
+  placed.placed = true;  // a Slurm job's GRES, a DRA claim's device
+  const Jobs jobs = Of({r, placed});
+  const RoomPlan p =
+      PlanRoom(r, "A", 4 * kGiB, jobs, Gpus({{"A", 1}, {"B", 8}}), {}, Quantum(30), kNow);
+  EXPECT_TRUE(p.moves.empty()) << "B may be another job's GPU in the scheduler's books";
+  EXPECT_EQ(p.kind, RoomPlan::Kind::kMakeRoom);
+  EXPECT_EQ(p.victims, Pids{2}) << "time-sliced on its own GPU instead";
+  EXPECT_TRUE(PlanDrain(jobs, Gpus({{"A", 1}, {"B", 8}}), {"A"}, kNow).size() == 1u)
+      << "only the unplaced job leaves the drained GPU";
+  EXPECT_EQ(PlanDrain(jobs, Gpus({{"A", 1}, {"B", 8}}), {"A"}, kNow).at(0).pid, 1);
+}
+
 TEST(PlanDrainTest, EachJobGoesWhereTheMovesBeforeItLeftTheMostRoom) {
   const Jobs jobs =
       Of({MakeJob(1, Priority::kNormal, {{"A", 5}}), MakeJob(2, Priority::kNormal, {{"A", 4}}),
