@@ -306,7 +306,7 @@ constexpr OptionSpec kOptions[] = {
     {{"VGPU_SUSPEND_ON_SIGTSTP", "", "suspend_on_sigtstp", "false",
       "on: SIGTSTP (Slurm's suspend) first moves the process's device memory to host memory, "
       "then stops the process as before; SIGCONT brings the memory back (on/off, true/false, "
-      "1/0). Fixed by an admin file that sets it."},
+      "1/0); fixed by an admin file that sets it."},
      Kind::kScalar,
      false,
      ParseSuspendOnSigtstp,

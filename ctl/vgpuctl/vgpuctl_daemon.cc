@@ -119,12 +119,12 @@ void PrintJobs(const json& result, bool bars) {
     }
     // A stopped job vgpud never saw running holds memory it cannot tell: one row all the same.
     if (!shown && j.value("stopped", false)) {
-      std::printf("%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n",
-                  static_cast<long long>(j.value("pid", 0)),
-                  j.value("command", std::string("-")).c_str(), "stopped",
-                  j.value("priority", std::string()).c_str(), "-", "?", "?", "-", "-",
-                  LabelColumns(Field(j, "claim"), Field(j, "pod"), Field(j, "slurm_job"), labels).c_str(),
-                  j.value("reason", std::string()).c_str());
+      std::printf(
+          "%-8lld %-16.16s %-19s %-7s %-4s %-11s %-11s %-11s %-9s %s%s\n",
+          static_cast<long long>(j.value("pid", 0)), j.value("command", std::string("-")).c_str(),
+          "stopped", j.value("priority", std::string()).c_str(), "-", "?", "?", "-", "-",
+          LabelColumns(Field(j, "claim"), Field(j, "pod"), Field(j, "slurm_job"), labels).c_str(),
+          j.value("reason", std::string()).c_str());
     }
   }
 }

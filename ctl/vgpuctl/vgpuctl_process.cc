@@ -94,9 +94,9 @@ void PrintPsHeader(Labels labels) {
 // shown in its short form, as container runtimes do.
 void PrintPsRows(const InfoResult& r, const std::string& container, Labels labels) {
   const std::string command = Or(r.command, "-");
-  const std::string last = LastColumns(container.empty() ? "-" : container.substr(0, 12),
-                                       Or(r.claim, "-"), Or(r.pod, "-"),
-                                       Or(r.slurm_job, "-"), labels);
+  const std::string last =
+      LastColumns(container.empty() ? "-" : container.substr(0, 12), Or(r.claim, "-"),
+                  Or(r.pod, "-"), Or(r.slurm_job, "-"), labels);
   if (r.devices.empty()) {
     std::printf("%-8lld %-16s %-10s %-14s %-4s %-12s %-12s %s\n", static_cast<long long>(r.pid),
                 command.c_str(), r.state.c_str(), Or(r.group, "-").c_str(), "-", "-", "-",

@@ -95,6 +95,7 @@ CONF
 }
 
 slurm_cluster_logs() {
+  [ -n "${SLURM_WORK:-}" ] || return 0
   local f
   for f in slurmctld slurmd; do
     echo "--- $f.log (tail)"; tail -40 "$SLURM_WORK/log/$f.log" 2>/dev/null
