@@ -275,7 +275,9 @@ killed_parked)
   # A job killed while vgpud has it parked: vgpud forgets it, its group's
   # quota charge is gone, and the other job goes on.
   export VGPU_SIM_DEVICES=1x256MiB VGPU_GROUP=vgpud-test-$$ VGPU_DEVICE_MEMORY_LIMIT=1GiB
-  start_daemon --quantum 300ms
+  # A quantum long enough that the job seen parked is still parked when the
+  # kill lands (at 300 ms a loaded machine saw it resumed in between).
+  start_daemon --quantum 2s
   job a 160 200 100
   wait_line "$work/a.out" allocated
   job b 160 10 100
