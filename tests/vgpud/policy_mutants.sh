@@ -27,6 +27,8 @@ resume ignores oversubscribe=false@  if (!rules.oversubscribe) return plan;\n  s
 no migration instead of suspend@    if (!to.empty()) plan.moves.push_back@    if (false) plan.moves.push_back
 dearest move first@return a->FootprintOn(uuid) < b->FootprintOn(uuid);@return a->FootprintOn(uuid) > b->FootprintOn(uuid);
 a job on two GPUs is moved@Holding(j) != 1 ||@
+a placed job is moved to make room@Pinned(j, now) || j.placed || d->available@Pinned(j, now) || d->available
+a placed job is drained@Pinned(j, now) || j.placed) continue;@Pinned(j, now)) continue;
 moves onto a drained GPU@g.uuid == except || Drained(drained, g.uuid) ||@g.uuid == except ||
 target is not the roomiest@if (best == nullptr || g.available > best->available) best = &g;@if (best == nullptr) best = &g;
 drain forgets earlier moves@        g.available -= d.footprint;@
