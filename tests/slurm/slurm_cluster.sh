@@ -1,9 +1,11 @@
 # A one-node Slurm cluster on the loopback for the end-to-end tests: Debian's
 # munged, slurmctld and slurmd, as root, every file under one work directory,
 # ports chosen free. Sourced by slurm_e2e_test.sh (bash).
-#   slurm_cluster_start WORK NODE_GRES SHARDS_LINE_FILE PLUGSTACK_LINE
+#   slurm_cluster_start WORK NODE_GRES GRES_CONF PLUGSTACK_LINE [PARTITIONS]
 #     WORK: an empty directory; NODE_GRES: e.g. gpu:1,shard:8; GRES_CONF: the
-#     gres.conf text; PLUGSTACK_LINE: the plugstack.conf line ("" for none).
+#     gres.conf text; PLUGSTACK_LINE: the plugstack.conf line ("" for none);
+#     PARTITIONS: slurm.conf's PartitionName lines for node vgpunode (default:
+#     low and high below).
 #   Afterwards SLURM_CONF is exported (sbatch, squeue, scontrol use it) and
 #   slurm_cluster_stop kills what was started.
 # Partitions: low (PriorityTier=1, default) and high (PriorityTier=10), with
@@ -25,6 +27,8 @@ slurm_free_port() {
 
 slurm_cluster_start() {
   local w=$1 node_gres=$2 gres_conf=$3 plugstack=$4
+  local parts=${5:-"PartitionName=low Nodes=vgpunode PriorityTier=1 Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP
+PartitionName=high Nodes=vgpunode PriorityTier=10 OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP"}
   SLURM_WORK=$w
   mkdir -p "$w"/{munge,ctld,spool,log}
   chmod 0700 "$w/munge"
@@ -80,8 +84,7 @@ InactiveLimit=0
 KillWait=5
 SlurmdParameters=config_overrides
 NodeName=vgpunode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 Gres=$node_gres State=UNKNOWN
-PartitionName=low Nodes=vgpunode PriorityTier=1 Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP
-PartitionName=high Nodes=vgpunode PriorityTier=10 OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP
+$parts
 CONF
   export SLURM_CONF=$w/slurm.conf
   slurmctld -i -f "$SLURM_CONF" || return 1

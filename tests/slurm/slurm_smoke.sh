@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A smoke run of spank_vgpu.so under Debian's Slurm 22.05: its own munged,
-# slurmctld (port 27817) and slurmd (27818) in a temporary directory, the
+# A smoke run of spank_vgpu.so under Debian's Slurm 22.05 (slurm_cluster.sh:
+# munged, slurmctld and slurmd on free loopback ports, a temporary directory), the
 # node's gres.conf from `vgpuctl slurm gres` on the simulated node (device
 # nodes made with mknod: slurmd drops a File= that is no device), a stand-in
 # libvgpu.so (an empty library: the jobs here run no CUDA). Checks a shard
@@ -15,21 +15,20 @@ for b in munged slurmctld slurmd sbatch; do
 done
 : "${SPANK:?}" "${VGPUCTL:?}" "${SIM_DIR:?}"
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=slurm_cluster.sh
+. "$here/slurm_cluster.sh"
 T=$(mktemp -d /tmp/vgpu-slurm-smoke-XXXXXX)
-PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for f in "$T/slurmd.pid" "$T/slurmctld.pid"; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
-  sleep 1
+  slurm_cluster_stop
   rm -rf "$T"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$T"/o.*; do echo "== $f"; cat "$f"; done; tail -30 "$T/log/slurmd.log"; exit 1; }
+fail() { echo "FAIL: $*"; for f in "$T"/o.*; do echo "== $f"; cat "$f"; done; slurm_cluster_logs; exit 1; }
 
-mkdir -p "$T"/{munge,log,ctld,spool,dev,lib} && chmod 700 "$T/munge"
+mkdir -p "$T"/{dev,lib}
 mknod "$T/dev/nvidia0" c 195 0 && mknod "$T/dev/nvidia1" c 195 1
 echo 'void vgpu_smoke(void) {}' >"$T/lib/d.c" && cc -shared -fPIC -o "$T/lib/libvgpu.so" "$T/lib/d.c"
-dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none && chmod 400 "$T/munge/munge.key"
 
 node="slurm-smoke-$$"
 LD_LIBRARY_PATH=$SIM_DIR VGPU_SIM_NODE=$node VGPU_SIM_DEVICES=2x4GiB "$VGPUCTL" slurm gres \
@@ -40,52 +39,9 @@ grep -v '^#' "$T/gres.out" >"$T/gres.conf"
 sed -n 's/^# required /required /p' "$T/gres.out" | sed 's/$/ priority_partition=gpu:high/' >"$T/plugstack.conf"
 uuid0=$(sed -n 's/.*devices=\([^,]*\),.*/\1/p' "$T/plugstack.conf")
 
-cat >"$T/slurm.conf" <<EOF
-ClusterName=vgpusmoke
-SlurmctldHost=$(hostname -s)(127.0.0.1)
-SlurmctldPort=27817
-SlurmdPort=27818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/ctld
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/log/slurmctld.log
-SlurmdLogFile=$T/log/slurmd.log
-SlurmdDebug=debug2
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-GresTypes=gpu,shard
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-ReturnToService=2
-PlugStackConfig=$T/plugstack.conf
-FirstJobId=278000
-SlurmdParameters=config_overrides
-NodeName=smokenode NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 Gres=gpu:2,shard:16 State=UNKNOWN
-PartitionName=gpu Nodes=smokenode Default=YES OverSubscribe=FORCE:2 MaxTime=INFINITE State=UP
-PartitionName=other Nodes=smokenode MaxTime=INFINITE State=UP
-EOF
-export SLURM_CONF=$T/slurm.conf
-munged --force --key-file="$T/munge/munge.key" --socket="$T/munge/munge.sock" \
-  --pid-file="$T/munge/munged.pid" --log-file="$T/log/munged.log" --seed-file="$T/munge/seed" ||
-  fail munged
-PIDS+=("$(cat "$T/munge/munged.pid")")
-setsid slurmctld -i -f "$SLURM_CONF" >"$T/log/ctld.out" 2>&1 &
-sleep 2
-setsid slurmd -N smokenode -f "$SLURM_CONF" >"$T/log/slurmd.out" 2>&1 &
-for _ in $(seq 30); do sinfo -h -o %t 2>/dev/null | grep -q idle && break; sleep 1; done
-sinfo -h -o %t | grep -q idle || fail "the node is not idle"
+slurm_cluster_start "$T/slurm" "gpu:2,shard:16" "$(cat "$T/gres.conf")" "$(cat "$T/plugstack.conf")" \
+  "PartitionName=gpu Nodes=vgpunode Default=YES OverSubscribe=FORCE:2 MaxTime=INFINITE State=UP
+PartitionName=other Nodes=vgpunode MaxTime=INFINITE State=UP" || fail "the Slurm cluster did not start"
 
 wait_jobs() {
   for _ in $(seq 60); do [ -z "$(squeue -h)" ] && return 0; sleep 1; done
