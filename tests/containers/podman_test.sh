@@ -289,7 +289,9 @@ share)
   # A tenant killed at any instruction, lease held or not: the other container's
   # share recovers (a dead holder's lease is taken over after 10 ms, its slot
   # reaped within 100 ms: docs/compute-share.md).
-  start a vgpu.io/compute-weight=1 spin 20 1000
+  # a outlives the five rounds even where each container start takes seconds
+  # (it is removed after them): a finished survivor reads as a negative share.
+  start a vgpu.io/compute-weight=1 spin 60 1000
   for round in 1 2 3 4 5; do
     start k vgpu.io/compute-weight=1 spin 20 1000
     sleep 0.$((RANDOM % 5 + 2))
